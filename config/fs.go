@@ -1,0 +1,57 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// FileSystem is what the reader needs of the files it reads. OSFileSystem
+// is the real one; tests and fuzzing use MapFS.
+type FileSystem interface {
+	ReadFile(name string) ([]byte, error)
+	// Glob returns the names matching pattern in lexical order, as
+	// filepath.Glob does.
+	Glob(pattern string) ([]string, error)
+}
+
+// OSFileSystem reads the host's files.
+type OSFileSystem struct{}
+
+// ReadFile reads the named file.
+func (OSFileSystem) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+// Glob expands pattern with filepath.Glob.
+func (OSFileSystem) Glob(pattern string) ([]string, error) { return filepath.Glob(pattern) }
+
+// MapFS is an in-memory FileSystem keyed by cleaned slash paths, for tests
+// and fuzzing.
+type MapFS map[string]string
+
+// ReadFile returns the named file's contents.
+func (m MapFS) ReadFile(name string) ([]byte, error) {
+	s, ok := m[filepath.Clean(name)]
+	if !ok {
+		return nil, &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
+	}
+	return []byte(s), nil
+}
+
+// Glob matches pattern against the map's keys.
+func (m MapFS) Glob(pattern string) ([]string, error) {
+	pattern = filepath.Clean(pattern)
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return nil, err
+	}
+	var out []string
+	for name := range m {
+		if ok, _ := filepath.Match(pattern, name); ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func hasGlobMeta(s string) bool { return strings.ContainsAny(s, "*?[") }

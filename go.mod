@@ -1,0 +1,3 @@
+module github.com/directord/directord
+
+go 1.26.0
