@@ -1,0 +1,150 @@
+// Command directord is a director for Linux load balancers: VRRP for the
+// virtual addresses, IPVS for the virtual servers, health checks for the
+// real servers, read from a keepalived configuration.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/directord/directord/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes, as keepalived's: 4 when the configuration cannot be read,
+// 5 when --config-test finds errors.
+const (
+	exitOK         = 0
+	exitFailure    = 1
+	exitUsage      = 2
+	exitConfig     = 4
+	exitConfigTest = 5
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "directord: %v\n%s", err, usage)
+		return exitUsage
+	}
+	switch {
+	case o.help:
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case o.version:
+		fmt.Fprintf(stdout, "directord %s\n", version)
+		return exitOK
+	}
+	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID})
+	for _, d := range diags {
+		fmt.Fprintln(stderr, d.String())
+	}
+	if unreadable(diags, o.file) {
+		return exitConfig
+	}
+	if diags.HasErrors() {
+		fmt.Fprintf(stderr, "directord: %s: %s\n", o.file, countErrors(diags))
+		if o.configTest || o.dumpConfig {
+			return exitConfigTest
+		}
+		return exitConfig
+	}
+	switch {
+	case o.dumpConfig:
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(cfg); err != nil {
+			fmt.Fprintf(stderr, "directord: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	case o.configTest:
+		fmt.Fprint(stdout, summary(cfg, diags))
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "directord: the daemon itself is not built yet; use -t or --dump-config")
+	return exitFailure
+}
+
+// unreadable reports whether the main file itself could not be read.
+func unreadable(diags config.Diagnostics, file string) bool {
+	for _, d := range diags {
+		if d.Severity == config.Error && d.Pos.File == file && d.Pos.Line == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func countErrors(diags config.Diagnostics) string {
+	n := len(diags.Errors())
+	if n == 1 {
+		return "1 error"
+	}
+	return fmt.Sprintf("%d errors", n)
+}
+
+// summary is what -t prints on success: the resolved configuration in a few
+// lines an operator can check at a glance.
+func summary(cfg *config.Config, diags config.Diagnostics) string {
+	var b []byte
+	out := func(format string, args ...any) { b = fmt.Appendf(b, format, args...) }
+	out("configuration OK: %s\n", cfg.Files[0])
+	if len(cfg.Files) > 1 {
+		out("  includes %d more files\n", len(cfg.Files)-1)
+	}
+	out("router_id %s\n", cfg.Global.RouterID)
+	for _, in := range cfg.Instances {
+		var vips []string
+		for _, v := range in.VIPs {
+			vips = append(vips, v.Prefix.String())
+		}
+		out("vrrp_instance %s: %s VRRPv%d VRID %d on %s, priority %d, advert %s, %d VIPs %v\n",
+			in.Name, in.State, in.Version, in.VRID, orNone(in.Interface), in.Priority, in.AdvertInt, len(in.VIPs), vips)
+	}
+	for _, vs := range cfg.VirtualServers {
+		checks := 0
+		for _, rs := range vs.RealServers {
+			checks += len(rs.Checkers)
+		}
+		id := vs.Addr.String()
+		switch {
+		case vs.FWMark != 0:
+			id = fmt.Sprintf("fwmark %d", vs.FWMark)
+		case vs.Group != "":
+			id = "group " + vs.Group
+		}
+		out("virtual_server %s %s: %s %s, %d real servers, %d checks\n",
+			vs.Protocol, id, vs.Scheduler, vs.Method.Kind, len(vs.RealServers), checks)
+	}
+	warnings, unsupported := 0, 0
+	for _, d := range diags {
+		if d.Unsupported {
+			unsupported++
+		} else if d.Severity == config.Warning {
+			warnings++
+		}
+	}
+	out("%d warnings, %d keywords not supported by directord\n", warnings, unsupported)
+	return string(b)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(unicast, no interface)"
+	}
+	return s
+}
+
+var _ = errors.Is
+var _ fs.FS

@@ -1,0 +1,383 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// decoder fills the model from the tree.
+type decoder struct {
+	rep *reporter
+	cfg *Config
+}
+
+// block describes the keywords one kind of block accepts. T is the model
+// value the block fills.
+type block[T any] struct {
+	name string
+	keys map[string]func(d *decoder, n *Node, t *T)
+	// unsupported names keepalived keywords directord does not implement,
+	// with a short reason (or "").
+	unsupported map[string]string
+}
+
+// walk decodes the children of n into t. An unknown keyword, or one
+// directord does not support, is reported once and skipped with everything
+// inside its block.
+func walk[T any](d *decoder, n *Node, b *block[T], t *T) {
+	for _, c := range n.Children {
+		if h, ok := b.keys[c.Keyword]; ok {
+			h(d, c, t)
+			continue
+		}
+		if why, ok := b.unsupported[c.Keyword]; ok {
+			d.rep.unsupported(c.Pos, c.Keyword, why)
+			continue
+		}
+		d.unknown(c, b.name, b.names())
+	}
+}
+
+func (b *block[T]) names() []string {
+	out := make([]string, 0, len(b.keys)+len(b.unsupported))
+	for k := range b.keys {
+		out = append(out, k)
+	}
+	for k := range b.unsupported {
+		out = append(out, k)
+	}
+	return out
+}
+
+// unknown reports a keyword that the block does not know: with the closest
+// keyword it does know when that is near enough to be a typo, or with the
+// block it belongs in when it belongs elsewhere.
+func (d *decoder) unknown(n *Node, where string, known []string) {
+	msg := "unknown keyword in " + where
+	if s := suggest(n.Keyword, known); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	} else if home := keywordHome(n.Keyword); home != "" && home != where {
+		msg += fmt.Sprintf("; it belongs in %s", home)
+	}
+	d.rep.errorf(n.Pos, n.Keyword, "%s", msg)
+}
+
+// suggest returns the candidate closest to word by edit distance, if it is
+// close enough to be a typo of it.
+func suggest(word string, candidates []string) string {
+	best, bestDist := "", math.MaxInt
+	sort.Strings(candidates)
+	lw := strings.ToLower(word)
+	for _, c := range candidates {
+		if strings.ToLower(c) == lw {
+			return c // a difference of case only
+		}
+		if dist := editDistance(lw, strings.ToLower(c)); dist < bestDist {
+			best, bestDist = c, dist
+		}
+	}
+	limit := 2
+	if len(word) >= 10 {
+		limit = 3
+	}
+	if len(word) <= 3 {
+		limit = 1
+	}
+	if bestDist <= limit {
+		return best
+	}
+	return ""
+}
+
+// editDistance is the Damerau-Levenshtein distance (optimal string
+// alignment), so a swap of two letters counts as one edit.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return math.MaxInt
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+// ---- arguments ----
+
+// want checks the number of arguments: fewer than lo is an error (the
+// keyword is then ignored), more than hi (hi >= 0) a warning.
+func (d *decoder) want(n *Node, lo, hi int) bool {
+	if len(n.Args) < lo {
+		if lo == 1 {
+			d.rep.errorf(n.Pos, n.Keyword, "needs a value")
+		} else {
+			d.rep.errorf(n.Pos, n.Keyword, "needs %d values", lo)
+		}
+		return false
+	}
+	if hi >= 0 && len(n.Args) > hi {
+		d.rep.warnf(n.Pos, n.Keyword, "unexpected %q ignored", strings.Join(n.Args[hi:], " "))
+	}
+	return true
+}
+
+// noBlock reports a block given to a keyword that takes none, and says
+// whether there was none.
+func (d *decoder) noBlock(n *Node) bool {
+	if n.Block {
+		d.rep.errorf(n.Pos, n.Keyword, "takes no block")
+		return false
+	}
+	return true
+}
+
+// needBlock reports a keyword that needs a block but has none.
+func (d *decoder) needBlock(n *Node) bool {
+	if !n.Block {
+		d.rep.errorf(n.Pos, n.Keyword, "needs a { block }")
+		return false
+	}
+	return true
+}
+
+// str reads a keyword with one string argument.
+func (d *decoder) str(n *Node) (string, bool) {
+	if !d.noBlock(n) || !d.want(n, 1, 1) {
+		return "", false
+	}
+	return n.Args[0], true
+}
+
+// flag reads a keyword that takes no argument, or an optional <BOOL>.
+func (d *decoder) flag(n *Node) (bool, bool) {
+	if !d.noBlock(n) {
+		return false, false
+	}
+	if len(n.Args) == 0 {
+		return true, true
+	}
+	d.want(n, 0, 1)
+	b, ok := parseBool(n.Args[0])
+	if !ok {
+		d.rep.errorf(n.Pos, n.Keyword, "%q is not one of on|off|true|false|yes|no", n.Args[0])
+	}
+	return b, ok
+}
+
+func parseBool(s string) (bool, bool) {
+	switch strings.ToLower(s) {
+	case "on", "true", "yes":
+		return true, true
+	case "off", "false", "no":
+		return false, true
+	}
+	return false, false
+}
+
+// intArg reads argument i as an integer in [lo, hi].
+func (d *decoder) intArg(n *Node, i int, lo, hi int64) (int64, bool) {
+	s := n.Args[i]
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < lo || v > hi {
+		d.rep.errorf(n.Pos, n.Keyword, "%q is not an integer from %d to %d", s, lo, hi)
+		return 0, false
+	}
+	return v, true
+}
+
+// integer reads a keyword with one integer argument in [lo, hi].
+func (d *decoder) integer(n *Node, lo, hi int64) (int64, bool) {
+	if !d.noBlock(n) || !d.want(n, 1, 1) {
+		return 0, false
+	}
+	return d.intArg(n, 0, lo, hi)
+}
+
+// timerArg reads argument i as keepalived's <TIMER>: decimal seconds with
+// microsecond resolution, in [lo, hi].
+func (d *decoder) timerArg(n *Node, i int, lo, hi time.Duration) (time.Duration, bool) {
+	s := n.Args[i]
+	v, err := parseTimer(s)
+	if err != nil || v < lo || v > hi {
+		d.rep.errorf(n.Pos, n.Keyword, "%q is not a time in seconds from %s to %s", s, seconds(lo), seconds(hi))
+		return 0, false
+	}
+	return v, true
+}
+
+// timer reads a keyword with one <TIMER> argument.
+func (d *decoder) timer(n *Node, lo, hi time.Duration) (time.Duration, bool) {
+	if !d.noBlock(n) || !d.want(n, 1, 1) {
+		return 0, false
+	}
+	return d.timerArg(n, 0, lo, hi)
+}
+
+// parseTimer reads decimal seconds ("3", "0.5", "2.000001") exactly, to the
+// microsecond, without going through floating point.
+func parseTimer(s string) (time.Duration, error) {
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" && frac == "" {
+		return 0, fmt.Errorf("empty time")
+	}
+	if whole == "" {
+		whole = "0"
+	}
+	w, err := strconv.ParseUint(whole, 10, 32)
+	if err != nil {
+		return 0, err
+	}
+	if len(frac) > 6 {
+		if strings.Trim(frac[6:], "0123456789") != "" {
+			return 0, fmt.Errorf("bad time %q", s)
+		}
+		frac = frac[:6]
+	}
+	var us uint64
+	if frac != "" {
+		f, err := strconv.ParseUint(frac, 10, 32)
+		if err != nil {
+			return 0, err
+		}
+		us = f
+		for i := len(frac); i < 6; i++ {
+			us *= 10
+		}
+	}
+	return time.Duration(w)*time.Second + time.Duration(us)*time.Microsecond, nil
+}
+
+// seconds prints a duration as keepalived's configuration writes it.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// addrArg reads argument i as an IP address.
+func (d *decoder) addrArg(n *Node, i int) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(n.Args[i])
+	if err != nil || a.Zone() != "" && !a.Is6() {
+		d.rep.errorf(n.Pos, n.Keyword, "%q is not an IP address", n.Args[i])
+		return netip.Addr{}, false
+	}
+	return a, true
+}
+
+// addr reads a keyword with one IP address argument.
+func (d *decoder) addr(n *Node) (netip.Addr, bool) {
+	if !d.noBlock(n) || !d.want(n, 1, 1) {
+		return netip.Addr{}, false
+	}
+	return d.addrArg(n, 0)
+}
+
+// portArg reads argument i as a port 1-65535.
+func (d *decoder) portArg(n *Node, i int) (uint16, bool) {
+	v, ok := d.intArg(n, i, 1, 65535)
+	return uint16(v), ok
+}
+
+// script reads "SCRIPT [user [group]]" (notify scripts, quorum_up, ...).
+func (d *decoder) script(n *Node) *Script {
+	if !d.noBlock(n) || !d.want(n, 1, 3) {
+		return nil
+	}
+	s, err := splitCommand(n.Args[0])
+	if err != nil {
+		d.rep.errorf(n.Pos, n.Keyword, "%v", err)
+		return nil
+	}
+	if len(n.Args) > 1 {
+		s.User = n.Args[1]
+	}
+	if len(n.Args) > 2 {
+		s.Group = n.Args[2]
+	}
+	return s
+}
+
+// splitCommand splits a script's command line into words: blanks separate
+// them and single or double quotes group them, as keepalived does.
+func splitCommand(cmd string) (*Script, error) {
+	toks, err := tokenizeWords(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("command %q: %v", cmd, err)
+	}
+	if len(toks) == 0 {
+		return nil, fmt.Errorf("empty command")
+	}
+	return &Script{Command: cmd, Args: toks}, nil
+}
+
+// markSet records that keyword was given, for defaults that depend on it.
+func markSet(set *map[string]Pos, n *Node) {
+	if *set == nil {
+		*set = map[string]Pos{}
+	}
+	(*set)[n.Keyword] = n.Pos
+}
+
+// lines calls f for each line of a value block such as virtual_ipaddress,
+// where every line is one entry and its first word the value.
+func (d *decoder) lines(n *Node, f func(c *Node)) {
+	if !d.needBlock(n) {
+		return
+	}
+	for _, c := range n.Children {
+		if c.Block {
+			d.rep.errorf(c.Pos, c.Keyword, "unexpected block inside %s", n.Keyword)
+			continue
+		}
+		f(c)
+	}
+}
+
+// namedBlock is what keywordHome needs of a block table.
+type namedBlock interface {
+	blockName() string
+	names() []string
+}
+
+func (b *block[T]) blockName() string { return b.name }
+
+// homes maps each keyword to the first block (in allBlocks order) that
+// accepts it.
+// It is set in init because the block tables refer to it through walk.
+var homes func() map[string]string
+
+func init() {
+	homes = sync.OnceValue(func() map[string]string {
+		m := map[string]string{}
+		for _, b := range allBlocks() {
+			for _, k := range b.names() {
+				if _, ok := m[k]; !ok {
+					m[k] = b.blockName()
+				}
+			}
+		}
+		return m
+	})
+}
+
+func keywordHome(kw string) string { return homes()[kw] }

@@ -1,0 +1,436 @@
+package config
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// allBlocks lists every block table, for "it belongs in" hints; the first
+// that knows a keyword is named.
+func allBlocks() []namedBlock {
+	return []namedBlock{topBlock, globalBlock, instanceBlock, scriptBlock, syncGroupBlock,
+		authBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock, sslBlock}
+}
+
+// oldSyncGroupMembers takes instance names written straight inside a
+// vrrp_sync_group, without "group { }" (an old form that keepalived's own
+// lvs_syncd sample still uses), as members, and removes them from n.
+func (d *decoder) oldSyncGroupMembers(n *Node, g *SyncGroup) {
+	kept := n.Children[:0]
+	for _, c := range n.Children {
+		_, known := syncGroupBlock.keys[c.Keyword]
+		_, unsupported := syncGroupBlock.unsupported[c.Keyword]
+		if known || unsupported || c.Block || len(c.Args) > 0 {
+			kept = append(kept, c)
+			continue
+		}
+		d.rep.warnf(c.Pos, c.Keyword, "an instance named straight inside vrrp_sync_group is an old form: read as group { %s }", c.Keyword)
+		g.Members = append(g.Members, c.Keyword)
+	}
+	n.Children = kept
+}
+
+// named checks "KEYWORD NAME { ... }" and returns NAME.
+func (d *decoder) named(n *Node) (string, bool) {
+	if !d.needBlock(n) || !d.want(n, 1, 1) {
+		return "", false
+	}
+	return n.Args[0], true
+}
+
+var topBlock = &block[Config]{
+	name: "the top level",
+	keys: map[string]func(*decoder, *Node, *Config){
+		"global_defs": func(d *decoder, n *Node, c *Config) {
+			if d.needBlock(n) {
+				d.want(n, 0, 0)
+				walk(d, n, globalBlock, &c.Global)
+			}
+		},
+		"vrrp_script": func(d *decoder, n *Node, c *Config) {
+			if name, ok := d.named(n); ok {
+				s := &VRRPScript{Pos: n.Pos, Name: name, Interval: time.Second, Timeout: -1, Rise: 1, Fall: 1}
+				walk(d, n, scriptBlock, s)
+				if s.Script == nil {
+					d.rep.errorf(n.Pos, n.Keyword, "%s has no script", name)
+					return
+				}
+				if s.Timeout < 0 {
+					s.Timeout = s.Interval
+				}
+				c.Scripts = append(c.Scripts, s)
+			}
+		},
+		"vrrp_sync_group": func(d *decoder, n *Node, c *Config) {
+			if name, ok := d.named(n); ok {
+				g := &SyncGroup{Pos: n.Pos, Name: name}
+				d.oldSyncGroupMembers(n, g)
+				walk(d, n, syncGroupBlock, g)
+				c.SyncGroups = append(c.SyncGroups, g)
+			}
+		},
+		"vrrp_instance": func(d *decoder, n *Node, c *Config) {
+			if name, ok := d.named(n); ok {
+				in := newInstance(n.Pos, name)
+				walk(d, n, instanceBlock, in)
+				c.Instances = append(c.Instances, in)
+			}
+		},
+		"virtual_server_group": func(d *decoder, n *Node, c *Config) {
+			if name, ok := d.named(n); ok {
+				g := &VirtualServerGroup{Pos: n.Pos, Name: name}
+				d.lines(n, func(e *Node) {
+					if entry, ok := d.vsgEntry(e); ok {
+						g.Entries = append(g.Entries, entry)
+					}
+				})
+				c.VirtualServerGroups = append(c.VirtualServerGroups, g)
+			}
+		},
+		"virtual_server": func(d *decoder, n *Node, c *Config) {
+			if vs := d.virtualServer(n); vs != nil {
+				c.VirtualServers = append(c.VirtualServers, vs)
+			}
+		},
+		"SSL": func(d *decoder, n *Node, c *Config) {
+			if d.needBlock(n) {
+				d.want(n, 0, 0)
+				if c.SSL != nil {
+					d.rep.warnf(n.Pos, n.Keyword, "second SSL block replaces the one at %s", c.SSL.Pos)
+				}
+				c.SSL = &SSL{Pos: n.Pos}
+				walk(d, n, sslBlock, c.SSL)
+			}
+		},
+	},
+	unsupported: map[string]string{
+		"net_namespace":            "run directord in the namespace instead",
+		"net_namespace_ipvs":       "",
+		"namespace_with_ipsets":    "",
+		"use_pid_dir":              "",
+		"instance":                 "",
+		"child_wait_time":          "directord is one process",
+		"linkbeat_use_polling":     "directord follows netlink link state",
+		"linkbeat_interfaces":      "directord follows netlink link state",
+		"interface_up_down_delays": "",
+		"track_file":               "",
+		"vrrp_track_file":          "",
+		"vrrp_track_process":       "",
+		"bfd_instance":             "",
+		"track_group":              "",
+		"static_ipaddress":         "directord only manages addresses that move with VRRP",
+		"static_routes":            "directord only manages routes that move with VRRP",
+		"static_rules":             "",
+		"garp_group":               "",
+	},
+}
+
+var sslBlock = &block[SSL]{
+	name: "SSL",
+	keys: map[string]func(*decoder, *Node, *SSL){
+		"password":    func(d *decoder, n *Node, s *SSL) { s.Password, _ = d.str(n) },
+		"ca":          func(d *decoder, n *Node, s *SSL) { s.CA, _ = d.str(n) },
+		"certificate": func(d *decoder, n *Node, s *SSL) { s.Certificate, _ = d.str(n) },
+		"key":         func(d *decoder, n *Node, s *SSL) { s.Key, _ = d.str(n) },
+	},
+}
+
+// globalFlag sets a boolean global_defs keyword.
+func globalFlag(field func(g *Global) *bool) func(*decoder, *Node, *Global) {
+	return func(d *decoder, n *Node, g *Global) {
+		if v, ok := d.flag(n); ok {
+			*field(g) = v
+			markSet(&g.set, n)
+		}
+	}
+}
+
+// garpDelay and garpRepeat read the garp settings shared by global_defs
+// (vrrp_garp_*) and vrrp_instance (garp_*); delays are whole seconds.
+func (d *decoder) garpDelay(n *Node) (time.Duration, bool) {
+	v, ok := d.integer(n, 0, 86400)
+	return time.Duration(v) * time.Second, ok
+}
+
+func (d *decoder) garpRepeat(n *Node, lo int64) (int, bool) {
+	v, ok := d.integer(n, lo, 1<<31-1)
+	return int(v), ok
+}
+
+var globalBlock = &block[Global]{
+	name: "global_defs",
+	keys: map[string]func(*decoder, *Node, *Global){
+		"router_id":              func(d *decoder, n *Node, g *Global) { g.RouterID, _ = d.str(n) },
+		"enable_script_security": globalFlag(func(g *Global) *bool { return &g.EnableScriptSecurity }),
+		"script_user": func(d *decoder, n *Node, g *Global) {
+			if d.noBlock(n) && d.want(n, 1, 2) {
+				g.ScriptUser = n.Args[0]
+				if len(n.Args) > 1 {
+					g.ScriptGroup = n.Args[1]
+				}
+			}
+		},
+		"lvs_sync_daemon": func(d *decoder, n *Node, g *Global) { g.SyncDaemon = d.syncDaemon(n) },
+		"lvs_timeouts":    func(d *decoder, n *Node, g *Global) { g.LVSTimeouts = d.lvsTimeouts(n) },
+		"lvs_flush":       globalFlag(func(g *Global) *bool { return &g.LVSFlush }),
+		"lvs_flush_on_stop": func(d *decoder, n *Node, g *Global) {
+			if d.noBlock(n) && d.want(n, 0, 1) {
+				g.LVSFlushOnStop = "ALL"
+				if len(n.Args) == 1 {
+					if n.Args[0] != "VS" {
+						d.rep.errorf(n.Pos, n.Keyword, "takes nothing or VS, not %q", n.Args[0])
+						return
+					}
+					g.LVSFlushOnStop = "VS"
+				}
+			}
+		},
+		"vrrp_version": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.integer(n, 2, 3); ok {
+				g.VRRPVersion = int(v)
+			}
+		},
+		"vrrp_mcast_group4": func(d *decoder, n *Node, g *Global) {
+			if a, ok := d.addr(n); ok {
+				if !a.Is4() || !a.IsMulticast() {
+					d.rep.errorf(n.Pos, n.Keyword, "%s is not an IPv4 multicast address", a)
+					return
+				}
+				g.MCastGroup4 = a
+			}
+		},
+		"vrrp_mcast_group6": func(d *decoder, n *Node, g *Global) {
+			if a, ok := d.addr(n); ok {
+				if !a.Is6() || !a.IsMulticast() {
+					d.rep.errorf(n.Pos, n.Keyword, "%s is not an IPv6 multicast address", a)
+					return
+				}
+				g.MCastGroup6 = a
+			}
+		},
+		"vrrp_garp_master_delay": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.garpDelay(n); ok {
+				g.Garp.MasterDelay = v
+				markSet(&g.set, n)
+			}
+		},
+		"vrrp_garp_master_repeat": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.garpRepeat(n, 1); ok {
+				g.Garp.MasterRepeat = v
+				markSet(&g.set, n)
+			}
+		},
+		"vrrp_garp_lower_prio_delay": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.garpDelay(n); ok {
+				g.Garp.LowerPrioDelay = v
+				markSet(&g.set, n)
+			}
+		},
+		"vrrp_garp_lower_prio_repeat": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.garpRepeat(n, 0); ok {
+				g.Garp.LowerPrioRepeat = v
+				markSet(&g.set, n)
+			}
+		},
+		"vrrp_garp_master_refresh": func(d *decoder, n *Node, g *Global) {
+			g.Garp.MasterRefresh, _ = d.garpDelay(n)
+		},
+		"vrrp_garp_master_refresh_repeat": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.garpRepeat(n, 1); ok {
+				g.Garp.MasterRefreshRepeat = v
+			}
+		},
+		"vrrp_garp_interval": func(d *decoder, n *Node, g *Global) {
+			g.GarpInterval, _ = d.timer(n, time.Microsecond, 4294*time.Second)
+		},
+		"vrrp_gna_interval": func(d *decoder, n *Node, g *Global) {
+			g.GnaInterval, _ = d.timer(n, time.Microsecond, 4294*time.Second)
+		},
+		"vrrp_min_garp": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.flag(n); ok && v {
+				// One ARP/NA, no second burst.
+				g.Garp.MasterRepeat, g.Garp.MasterDelay = 1, 0
+				markSet(&g.set, &Node{Keyword: "vrrp_garp_master_repeat", Pos: n.Pos})
+				markSet(&g.set, &Node{Keyword: "vrrp_garp_master_delay", Pos: n.Pos})
+			}
+		},
+		"vrrp_check_unicast_src":       globalFlag(func(g *Global) *bool { return &g.CheckUnicastSrc }),
+		"vrrp_skip_check_adv_addr":     globalFlag(func(g *Global) *bool { return &g.SkipCheckAdvAddr }),
+		"vrrp_strict":                  globalFlag(func(g *Global) *bool { return &g.Strict }),
+		"vrrp_lower_prio_no_advert":    globalFlag(func(g *Global) *bool { return &g.LowerPrioNoAdvert }),
+		"vrrp_higher_prio_send_advert": globalFlag(func(g *Global) *bool { return &g.HigherPrioSendAdvert }),
+		"vrrp_startup_delay": func(d *decoder, n *Node, g *Global) {
+			g.StartupDelay, _ = d.timer(n, 0, 3600*time.Second)
+		},
+	},
+	unsupported: globalUnsupported(),
+}
+
+func globalUnsupported() map[string]string {
+	m := map[string]string{}
+	add := func(why string, kws ...string) {
+		for _, k := range kws {
+			m[k] = why
+		}
+	}
+	add("directord sends no e-mail; use notify scripts",
+		"notification_email", "notification_email_from", "smtp_server", "smtp_helo_name",
+		"smtp_connect_timeout", "smtp_alert", "smtp_alert_vrrp", "smtp_alert_checker",
+		"no_email_faults", "no_checker_emails")
+	add("directord is one process",
+		"process_names", "process_name", "vrrp_process_name", "checker_process_name",
+		"lvs_process_name", "bfd_process_name",
+		"vrrp_priority", "checker_priority", "bfd_priority", "vrrp_no_swap", "checker_no_swap",
+		"bfd_no_swap", "vrrp_rt_priority", "checker_rt_priority", "bfd_rt_priority",
+		"vrrp_cpu_affinity", "checker_cpu_affinity", "bfd_cpu_affinity",
+		"vrrp_rlimit_rttime", "checker_rlimit_rttime", "bfd_rlimit_rttime",
+		"vrrp_rlimit_rtime", "checker_rlimit_rtime", "bfd_rlimit_rtime",
+		"max_auto_priority", "min_auto_priority_delay", "child_wait_time")
+	add("directord has no SNMP or DBus interface; use directorctl and metrics",
+		"snmp_socket", "enable_traps", "enable_snmp_vrrp", "enable_snmp_keepalived",
+		"enable_snmp_rfc", "enable_snmp_rfcv2", "enable_snmp_rfcv3", "enable_snmp_checker",
+		"enable_dbus", "dbus_service_name")
+	add("directord uses no firewall rules",
+		"vrrp_iptables", "vrrp_ipsets", "nftables", "nftables_priority", "nftables_ifindex",
+		"nftables_counters", "nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark",
+		"disable_local_igmp")
+	add("use notify scripts",
+		"notify_fifo", "notify_fifo_script", "vrrp_notify_fifo", "vrrp_notify_fifo_script",
+		"vrrp_notify_priority_changes", "fifo_write_vrrp_states_on_reload",
+		"lvs_notify_fifo", "lvs_notify_fifo_script", "rs_init_notifies")
+	add("directord sizes its own netlink buffers",
+		"vrrp_netlink_cmd_rcv_bufs", "vrrp_netlink_cmd_rcv_bufs_force",
+		"vrrp_netlink_monitor_rcv_bufs", "vrrp_netlink_monitor_rcv_bufs_force",
+		"lvs_netlink_cmd_rcv_bufs", "lvs_netlink_cmd_rcv_bufs_force",
+		"lvs_netlink_monitor_rcv_bufs", "lvs_netlink_monitor_rcv_bufs_force",
+		"process_monitor_rcv_bufs", "process_monitor_rcv_bufs_force",
+		"vrrp_rx_bufs_policy", "vrrp_rx_bufs_multiplier")
+	add("directord always validates before reloading and treats a missing include as an error",
+		"reload_check_config", "include_check", "reload_time_file", "reload_repeat", "reload_file",
+		"config_save_dir", "tmp_config_directory")
+	add("",
+		"startup_script", "startup_script_timeout", "shutdown_script", "shutdown_script_timeout",
+		"checker_log_all_failures", "default_interface", "lvs_flush_onstop_deprecated",
+		"vrrp_down_timer_adverts", "vrrp_garp_extra_if", "vrrp_vmac_garp_intvl",
+		"log_unknown_vrids", "vmac_prefix", "vmac_addr_prefix", "random_seed", "umask",
+		"data_use_instance", "dynamic_interfaces", "net_namespace", "net_namespace_ipvs",
+		"namespace_with_ipsets", "instance", "use_pid_dir", "linkbeat_use_polling")
+	delete(m, "lvs_flush_onstop_deprecated")
+	return m
+}
+
+func init() {
+	// lvs_flush_onstop is keepalived's deprecated spelling.
+	globalBlock.keys["lvs_flush_onstop"] = globalBlock.keys["lvs_flush_on_stop"]
+}
+
+// syncDaemon reads "lvs_sync_daemon IF [[inst] INSTANCE] [id N] [maxlen N]
+// [port N] [ttl N] [group ADDR]".
+func (d *decoder) syncDaemon(n *Node) *SyncDaemon {
+	if !d.noBlock(n) || !d.want(n, 1, -1) {
+		return nil
+	}
+	sd := &SyncDaemon{Pos: n.Pos, Interface: n.Args[0], SyncID: -1, Port: 8848,
+		Group: netip.AddrFrom4([4]byte{224, 0, 0, 81})}
+	if len(sd.Interface) >= 16 {
+		d.rep.errorf(n.Pos, n.Keyword, "interface name %q is longer than 15 characters", sd.Interface)
+		return nil
+	}
+	args := n.Args[1:]
+	options := []string{"inst", "id", "maxlen", "port", "ttl", "group"}
+	for i := 0; i < len(args); i++ {
+		opt := args[i]
+		isOpt := false
+		for _, o := range options {
+			isOpt = isOpt || o == opt
+		}
+		if !isOpt {
+			if i == 0 {
+				sd.Instance = opt // the instance may be given without "inst"
+				continue
+			}
+			d.rep.errorf(n.Pos, n.Keyword, "unknown option %q%s", opt, didYouMean(opt, options))
+			return nil
+		}
+		if i+1 >= len(args) {
+			d.rep.errorf(n.Pos, n.Keyword, "%s needs a value", opt)
+			return nil
+		}
+		i++
+		v := args[i]
+		var num int64
+		var ok bool
+		idx := len(n.Args) - len(args) + i
+		switch opt {
+		case "inst":
+			sd.Instance = v
+			continue
+		case "group":
+			a, ok := d.addrArg(n, idx)
+			if !ok {
+				return nil
+			}
+			if !a.IsMulticast() {
+				d.rep.errorf(n.Pos, n.Keyword, "group %s is not a multicast address", a)
+				return nil
+			}
+			sd.Group = a
+			continue
+		case "id":
+			num, ok = d.intArg(n, idx, 0, 255)
+			sd.SyncID = int(num)
+		case "maxlen":
+			num, ok = d.intArg(n, idx, 1, 65507)
+			sd.MaxLen = int(num)
+		case "port":
+			num, ok = d.intArg(n, idx, 1, 65535)
+			sd.Port = int(num)
+		case "ttl":
+			num, ok = d.intArg(n, idx, 1, 255)
+			sd.TTL = int(num)
+		}
+		if !ok {
+			return nil
+		}
+	}
+	return sd
+}
+
+func didYouMean(word string, options []string) string {
+	if s := suggest(word, options); s != "" {
+		return "; did you mean \"" + s + "\"?"
+	}
+	return ""
+}
+
+// lvsTimeouts reads "lvs_timeouts [tcp SECS] [tcpfin SECS] [udp SECS]".
+func (d *decoder) lvsTimeouts(n *Node) *LVSTimeouts {
+	if !d.noBlock(n) || !d.want(n, 2, 6) {
+		return nil
+	}
+	t := &LVSTimeouts{}
+	for i := 0; i+1 < len(n.Args); i += 2 {
+		v, ok := d.intArg(n, i+1, 1, 1<<31-1)
+		if !ok {
+			return nil
+		}
+		dur := time.Duration(v) * time.Second
+		switch strings.ToLower(n.Args[i]) {
+		case "tcp":
+			t.TCP = dur
+		case "tcpfin":
+			t.TCPFin = dur
+		case "udp":
+			t.UDP = dur
+		default:
+			d.rep.errorf(n.Pos, n.Keyword, "unknown timeout %q; want tcp, tcpfin or udp", n.Args[i])
+			return nil
+		}
+	}
+	if len(n.Args)%2 != 0 {
+		d.rep.errorf(n.Pos, n.Keyword, "%s needs a value", n.Args[len(n.Args)-1])
+		return nil
+	}
+	return t
+}

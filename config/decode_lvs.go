@@ -1,0 +1,747 @@
+package config
+
+import (
+	"maps"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Schedulers are the IPVS schedulers keepalived accepts.
+var Schedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "sh", "mh", "dh", "fo", "ovf", "lblcr", "sed", "nq", "twos"}
+
+const maxTimer = 4294 * time.Second
+
+// timingKeys are the check timings a virtual server, a real server and a
+// checker may each set; the nearest level wins.
+func timingKeys[T any](get func(*T) *timing, retryMin int64) map[string]func(*decoder, *Node, *T) {
+	return map[string]func(*decoder, *Node, *T){
+		"delay_loop": func(d *decoder, n *Node, t *T) {
+			if v, ok := d.timer(n, time.Microsecond, maxTimer); ok {
+				get(t).delayLoop = v
+			}
+		},
+		"connect_timeout": func(d *decoder, n *Node, t *T) {
+			if v, ok := d.timer(n, time.Microsecond, maxTimer); ok {
+				get(t).connectTimeout = v
+			}
+		},
+		"delay_before_retry": func(d *decoder, n *Node, t *T) {
+			if v, ok := d.timer(n, 0, maxTimer); ok {
+				get(t).delayBeforeRetry = v
+			}
+		},
+		"warmup": func(d *decoder, n *Node, t *T) {
+			if v, ok := d.timer(n, 0, maxTimer); ok {
+				get(t).warmup = v
+			}
+		},
+		"retry": func(d *decoder, n *Node, t *T) {
+			if v, ok := d.integer(n, retryMin, 1<<31-1); ok {
+				get(t).retry = int(v)
+			}
+		},
+	}
+}
+
+// method reads "NAT|DR|TUN [type ipip|gue|gre] [port N] [nocsum|csum|remcsum]".
+func (d *decoder) method(n *Node) (Method, bool) {
+	if !d.noBlock(n) || !d.want(n, 1, -1) {
+		return Method{}, false
+	}
+	m := Method{Kind: n.Args[0]}
+	switch m.Kind {
+	case "NAT", "DR":
+		d.want(n, 1, 1)
+		return m, true
+	case "TUN":
+	default:
+		d.rep.errorf(n.Pos, n.Keyword, "%q is not NAT, DR or TUN%s", m.Kind, didYouMean(m.Kind, []string{"NAT", "DR", "TUN"}))
+		return m, false
+	}
+	m.TunType, m.TunCsum = "ipip", "nocsum"
+	args := n.Args[1:]
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; a {
+		case "type":
+			if i+1 >= len(args) {
+				d.rep.errorf(n.Pos, n.Keyword, "type needs ipip, gue or gre")
+				return m, false
+			}
+			i++
+			switch args[i] {
+			case "ipip", "gue", "gre":
+				m.TunType = args[i]
+			default:
+				d.rep.errorf(n.Pos, n.Keyword, "tunnel type %q is not ipip, gue or gre", args[i])
+				return m, false
+			}
+		case "port":
+			if i+1 >= len(args) {
+				d.rep.errorf(n.Pos, n.Keyword, "port needs a value")
+				return m, false
+			}
+			i++
+			p, ok := d.portArg(n, i+1)
+			if !ok {
+				return m, false
+			}
+			m.TunPort = p
+		case "nocsum", "csum", "remcsum":
+			m.TunCsum = a
+		default:
+			d.rep.errorf(n.Pos, n.Keyword, "unknown tunnel option %q%s", a, didYouMean(a, []string{"type", "port", "nocsum", "csum", "remcsum"}))
+			return m, false
+		}
+	}
+	switch {
+	case m.TunType == "gue" && m.TunPort == 0:
+		d.rep.errorf(n.Pos, n.Keyword, "a gue tunnel needs a port")
+		return m, false
+	case m.TunType != "gue" && m.TunPort != 0:
+		d.rep.errorf(n.Pos, n.Keyword, "port applies only to gue tunnels")
+		return m, false
+	case m.TunType == "ipip" && m.TunCsum != "nocsum":
+		d.rep.errorf(n.Pos, n.Keyword, "an ipip tunnel takes no checksum option")
+		return m, false
+	case m.TunType == "gre" && m.TunCsum == "remcsum":
+		d.rep.errorf(n.Pos, n.Keyword, "a gre tunnel does not support remcsum")
+		return m, false
+	}
+	return m, true
+}
+
+// hostPort reads "IP [PORT]" from words; a missing port, or 0, is 0.
+func (d *decoder) hostPort(n *Node, words []string, what string) (netip.AddrPort, bool) {
+	a, err := netip.ParseAddr(words[0])
+	if err != nil {
+		d.rep.errorf(n.Pos, n.Keyword, "%s %q is not an IP address", what, words[0])
+		return netip.AddrPort{}, false
+	}
+	var port uint64
+	if len(words) > 1 {
+		port, err = strconv.ParseUint(words[1], 10, 16)
+		if err != nil {
+			d.rep.errorf(n.Pos, n.Keyword, "%s port %q is not a number from 0 to 65535", what, words[1])
+			return netip.AddrPort{}, false
+		}
+	}
+	if len(words) > 2 {
+		d.rep.warnf(n.Pos, n.Keyword, "unexpected %q ignored", strings.Join(words[2:], " "))
+	}
+	return netip.AddrPortFrom(a, uint16(port)), true
+}
+
+func (d *decoder) virtualServer(n *Node) *VirtualServer {
+	if !d.needBlock(n) || !d.want(n, 1, 2) {
+		return nil
+	}
+	vs := &VirtualServer{Pos: n.Pos, timing: unsetTiming(), weight: 1, Quorum: 1}
+	switch n.Args[0] {
+	case "fwmark":
+		if len(n.Args) != 2 {
+			d.rep.errorf(n.Pos, n.Keyword, "fwmark needs a number")
+			return nil
+		}
+		v, ok := d.intArg(n, 1, 1, 1<<32-1)
+		if !ok {
+			return nil
+		}
+		vs.FWMark = uint32(v)
+	case "group":
+		if len(n.Args) != 2 {
+			d.rep.errorf(n.Pos, n.Keyword, "group needs a virtual_server_group name")
+			return nil
+		}
+		vs.Group = n.Args[1]
+	default:
+		ap, ok := d.hostPort(n, n.Args, "virtual server")
+		if !ok {
+			return nil
+		}
+		vs.Addr = ap
+		vs.Family = family(ap.Addr())
+	}
+	walk(d, n, vsBlock, vs)
+	return vs
+}
+
+func family(a netip.Addr) string {
+	if a.Is4() || a.Is4In6() {
+		return "inet"
+	}
+	return "inet6"
+}
+
+func vsFlag(field func(vs *VirtualServer) *bool) func(*decoder, *Node, *VirtualServer) {
+	return func(d *decoder, n *Node, vs *VirtualServer) {
+		if v, ok := d.flag(n); ok {
+			*field(vs) = v
+		}
+	}
+}
+
+func schedFlag(d *decoder, n *Node, vs *VirtualServer) {
+	if d.noBlock(n) && d.want(n, 0, 0) {
+		vs.SchedFlags = append(vs.SchedFlags, n.Keyword)
+		markSet(&vs.set, n)
+	}
+}
+
+var vsBlock = &block[VirtualServer]{
+	name: "virtual_server",
+	keys: mergeKeys(timingKeys(func(vs *VirtualServer) *timing { return &vs.timing }, 1),
+		map[string]func(*decoder, *Node, *VirtualServer){
+			"lvs_sched": func(d *decoder, n *Node, vs *VirtualServer) {
+				if s, ok := d.str(n); ok {
+					if !contains(Schedulers, s) {
+						d.rep.errorf(n.Pos, n.Keyword, "unknown scheduler %q; want one of %s", s, strings.Join(Schedulers, " "))
+						return
+					}
+					vs.Scheduler = s
+				}
+			},
+			"lvs_method": func(d *decoder, n *Node, vs *VirtualServer) {
+				if m, ok := d.method(n); ok {
+					vs.Method = m
+				}
+			},
+			"persistence_timeout": func(d *decoder, n *Node, vs *VirtualServer) {
+				if !d.noBlock(n) || !d.want(n, 0, 1) {
+					return
+				}
+				p := vs.persistence()
+				p.Timeout = 360 * time.Second
+				if len(n.Args) == 1 {
+					v, ok := d.intArg(n, 0, 1, 2678400)
+					if !ok {
+						return
+					}
+					p.Timeout = time.Duration(v) * time.Second
+				}
+				markSet(&vs.set, n)
+			},
+			"persistence_granularity": func(d *decoder, n *Node, vs *VirtualServer) {
+				if s, ok := d.str(n); ok {
+					if !validGranularity(s) {
+						d.rep.errorf(n.Pos, n.Keyword, "%q is not an IPv4 netmask or an IPv6 prefix length", s)
+						return
+					}
+					vs.persistence().Granularity = s
+				}
+			},
+			"persistence_engine": func(d *decoder, n *Node, vs *VirtualServer) {
+				if s, ok := d.str(n); ok {
+					vs.persistence().Engine = s
+				}
+			},
+			"protocol": func(d *decoder, n *Node, vs *VirtualServer) {
+				if s, ok := d.str(n); ok {
+					p := strings.ToUpper(s)
+					if p != "TCP" && p != "UDP" && p != "SCTP" {
+						d.rep.errorf(n.Pos, n.Keyword, "%q is not TCP, UDP or SCTP", s)
+						return
+					}
+					vs.Protocol = p
+					markSet(&vs.set, n)
+				}
+			},
+			"ha_suspend": vsFlag(func(vs *VirtualServer) *bool { return &vs.HASuspend }),
+			"ops":        vsFlag(func(vs *VirtualServer) *bool { return &vs.OPS }),
+			"hashed": func(d *decoder, n *Node, vs *VirtualServer) {
+				d.rep.warnf(n.Pos, n.Keyword, "ignored, as keepalived 2.2 ignores it; use sh-port or mh-port")
+			},
+			"flag-1":      schedFlag,
+			"flag-2":      schedFlag,
+			"flag-3":      schedFlag,
+			"sh-port":     schedFlag,
+			"sh-fallback": schedFlag,
+			"mh-port":     schedFlag,
+			"mh-fallback": schedFlag,
+			"virtualhost": func(d *decoder, n *Node, vs *VirtualServer) { vs.VirtualHost, _ = d.str(n) },
+			"alpha":       vsFlag(func(vs *VirtualServer) *bool { return &vs.Alpha }),
+			"omega":       vsFlag(func(vs *VirtualServer) *bool { return &vs.Omega }),
+			"quorum": func(d *decoder, n *Node, vs *VirtualServer) {
+				if v, ok := d.integer(n, 1, 1<<32-1); ok {
+					vs.Quorum = uint32(v)
+				}
+			},
+			"hysteresis": func(d *decoder, n *Node, vs *VirtualServer) {
+				if v, ok := d.integer(n, 0, 1<<32-1); ok {
+					vs.Hysteresis = uint32(v)
+				}
+			},
+			"quorum_up":   func(d *decoder, n *Node, vs *VirtualServer) { vs.QuorumUp = d.script(n) },
+			"quorum_down": func(d *decoder, n *Node, vs *VirtualServer) { vs.QuorumDown = d.script(n) },
+			"weight": func(d *decoder, n *Node, vs *VirtualServer) {
+				if v, ok := d.integer(n, 1, 1<<31-1); ok {
+					vs.weight = int(v)
+				}
+			},
+			"sorry_server": func(d *decoder, n *Node, vs *VirtualServer) {
+				if !d.noBlock(n) || !d.want(n, 1, -1) {
+					return
+				}
+				words := n.Args
+				if len(words) > 2 && (words[2] == "lvs_method" || words[2] == "lb_kind") {
+					// keepalived ignores these words silently; directord
+					// reads them, as the operator meant.
+					sub := &Node{Pos: n.Pos, Keyword: words[2], Args: words[3:]}
+					m, ok := d.method(sub)
+					if !ok {
+						return
+					}
+					defer func() {
+						if vs.SorryServer != nil {
+							vs.SorryServer.Method = m
+						}
+					}()
+					words = words[:2]
+				}
+				ap, ok := d.hostPort(n, words, "sorry server")
+				if !ok {
+					return
+				}
+				vs.SorryServer = &Sorry{Addr: ap}
+			},
+			"sorry_server_lvs_method": func(d *decoder, n *Node, vs *VirtualServer) {
+				if vs.SorryServer == nil {
+					d.rep.errorf(n.Pos, n.Keyword, "must follow sorry_server")
+					return
+				}
+				if m, ok := d.method(n); ok {
+					vs.SorryServer.Method = m
+				}
+			},
+			"sorry_server_inhibit": func(d *decoder, n *Node, vs *VirtualServer) {
+				if vs.SorryServer == nil {
+					d.rep.errorf(n.Pos, n.Keyword, "must follow sorry_server")
+					return
+				}
+				vs.SorryServer.Inhibit, _ = d.flag(n)
+			},
+			"inhibit_on_failure": vsFlag(func(vs *VirtualServer) *bool { return &vs.InhibitOnFailure }),
+			"ip_family": func(d *decoder, n *Node, vs *VirtualServer) {
+				if s, ok := d.str(n); ok {
+					if s != "inet" && s != "inet6" {
+						d.rep.errorf(n.Pos, n.Keyword, "%q is not inet or inet6", s)
+						return
+					}
+					if vs.Family != "" && vs.Family != s {
+						d.rep.errorf(n.Pos, n.Keyword, "%s does not match the virtual server's address", s)
+						return
+					}
+					vs.Family = s
+				}
+			},
+			"real_server": func(d *decoder, n *Node, vs *VirtualServer) {
+				if rs := d.realServer(n); rs != nil {
+					vs.RealServers = append(vs.RealServers, rs)
+				}
+			},
+		}),
+	unsupported: map[string]string{
+		"smtp_alert": "directord sends no e-mail; use quorum_up/quorum_down",
+		"snmp_name":  "directord has no SNMP interface",
+	},
+}
+
+func init() {
+	// keepalived's older spellings.
+	vsBlock.keys["lb_algo"] = vsBlock.keys["lvs_sched"]
+	vsBlock.keys["lb_kind"] = vsBlock.keys["lvs_method"]
+	rsBlock.keys["lb_kind"] = rsBlock.keys["lvs_method"]
+}
+
+func (vs *VirtualServer) persistence() *Persistence {
+	if vs.Persistence == nil {
+		vs.Persistence = &Persistence{Timeout: 360 * time.Second}
+	}
+	return vs.Persistence
+}
+
+func validGranularity(s string) bool {
+	if strings.Contains(s, ".") {
+		a, err := netip.ParseAddr(s)
+		return err == nil && a.Is4()
+	}
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 128
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func mergeKeys[T any](maps_ ...map[string]func(*decoder, *Node, *T)) map[string]func(*decoder, *Node, *T) {
+	out := map[string]func(*decoder, *Node, *T){}
+	for _, m := range maps_ {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+func (d *decoder) realServer(n *Node) *RealServer {
+	if !d.needBlock(n) || !d.want(n, 1, 2) {
+		return nil
+	}
+	ap, ok := d.hostPort(n, n.Args, "real server")
+	if !ok {
+		return nil
+	}
+	rs := &RealServer{Pos: n.Pos, Addr: ap, Weight: -1, timing: unsetTiming()}
+	walk(d, n, rsBlock, rs)
+	return rs
+}
+
+func rsBool(key string, field func(rs *RealServer) *bool) func(*decoder, *Node, *RealServer) {
+	return func(d *decoder, n *Node, rs *RealServer) {
+		if v, ok := d.flag(n); ok {
+			*field(rs) = v
+			markSet(&rs.set, &Node{Keyword: key, Pos: n.Pos})
+		}
+	}
+}
+
+// checkerKey returns the handler for a checker block of the given type.
+func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer) {
+	return func(d *decoder, n *Node, rs *RealServer) {
+		if !d.needBlock(n) {
+			return
+		}
+		d.want(n, 0, 0)
+		c := &Checker{Pos: n.Pos, Type: typ, timing: unsetTiming()}
+		switch typ {
+		case "HTTP_GET", "SSL_GET":
+			c.HTTP = &HTTPCheck{HTTPProtocol: "1.0"}
+		case "MISC_CHECK":
+			c.Misc = &MiscCheck{}
+		}
+		walk(d, n, b, c)
+		switch {
+		case c.HTTP != nil && len(c.HTTP.URLs) == 0:
+			d.rep.errorf(n.Pos, n.Keyword, "has no url: it would check nothing")
+			return
+		case c.Misc != nil && c.Misc.Script == nil:
+			d.rep.errorf(n.Pos, n.Keyword, "has no misc_path")
+			return
+		}
+		rs.Checkers = append(rs.Checkers, c)
+	}
+}
+
+var rsBlock = &block[RealServer]{
+	name: "real_server",
+	keys: mergeKeys(timingKeys(func(rs *RealServer) *timing { return &rs.timing }, 1),
+		map[string]func(*decoder, *Node, *RealServer){
+			"weight": func(d *decoder, n *Node, rs *RealServer) {
+				if v, ok := d.integer(n, 0, 1<<31-1); ok {
+					rs.Weight = int(v)
+				}
+			},
+			"lvs_method": func(d *decoder, n *Node, rs *RealServer) {
+				if m, ok := d.method(n); ok {
+					rs.Method = m
+				}
+			},
+			"uthreshold": func(d *decoder, n *Node, rs *RealServer) {
+				if v, ok := d.integer(n, 0, 1<<32-1); ok {
+					rs.UThreshold = uint32(v)
+				}
+			},
+			"lthreshold": func(d *decoder, n *Node, rs *RealServer) {
+				if v, ok := d.integer(n, 0, 1<<32-1); ok {
+					rs.LThreshold = uint32(v)
+				}
+			},
+			"inhibit_on_failure": rsBool("inhibit_on_failure", func(rs *RealServer) *bool { return &rs.InhibitOnFailure }),
+			"alpha":              rsBool("alpha", func(rs *RealServer) *bool { return &rs.Alpha }),
+			"notify_up":          func(d *decoder, n *Node, rs *RealServer) { rs.NotifyUp = d.script(n) },
+			"notify_down":        func(d *decoder, n *Node, rs *RealServer) { rs.NotifyDown = d.script(n) },
+			"virtualhost":        func(d *decoder, n *Node, rs *RealServer) { rs.VirtualHost, _ = d.str(n) },
+			"HTTP_GET":           checkerKey("HTTP_GET", httpCheckBlock),
+			"SSL_GET":            checkerKey("SSL_GET", httpCheckBlock),
+			"TCP_CHECK":          checkerKey("TCP_CHECK", tcpCheckBlock),
+			"MISC_CHECK":         checkerKey("MISC_CHECK", miscCheckBlock),
+		}),
+	unsupported: map[string]string{
+		"SMTP_CHECK": "", "DNS_CHECK": "", "BFD_CHECK": "", "UDP_CHECK": "", "PING_CHECK": "", "FILE_CHECK": "",
+		"smtp_alert": "directord sends no e-mail; use notify_up/notify_down",
+		"snmp_name":  "directord has no SNMP interface",
+	},
+}
+
+// Checker blocks: every checker has the timings and alpha; all but
+// MISC_CHECK the connection options; HTTP_GET and SSL_GET their own.
+var checkerTiming = mergeKeys(timingKeys(func(c *Checker) *timing { return &c.timing }, 0),
+	map[string]func(*decoder, *Node, *Checker){
+		"alpha": func(d *decoder, n *Node, c *Checker) {
+			if v, ok := d.flag(n); ok {
+				c.alpha = &v
+			}
+		},
+		"log_all_failures": func(d *decoder, n *Node, c *Checker) { c.LogAllFailures, _ = d.flag(n) },
+	})
+
+var checkerConnection = map[string]func(*decoder, *Node, *Checker){
+	"connect_ip": func(d *decoder, n *Node, c *Checker) { c.ConnectIP, _ = d.addr(n) },
+	"connect_port": func(d *decoder, n *Node, c *Checker) {
+		if d.noBlock(n) && d.want(n, 1, 1) {
+			c.ConnectPort, _ = d.portArg(n, 0)
+		}
+	},
+	"bindto": func(d *decoder, n *Node, c *Checker) { c.BindTo, _ = d.addr(n) },
+	"bind_port": func(d *decoder, n *Node, c *Checker) {
+		if d.noBlock(n) && d.want(n, 1, 1) {
+			c.BindPort, _ = d.portArg(n, 0)
+		}
+	},
+	"bind_if": func(d *decoder, n *Node, c *Checker) { c.BindIf, _ = d.str(n) },
+	"fwmark": func(d *decoder, n *Node, c *Checker) {
+		if v, ok := d.integer(n, 0, 1<<32-1); ok {
+			c.FWMark = uint32(v)
+		}
+	},
+}
+
+var tcpCheckBlock = &block[Checker]{
+	name: "TCP_CHECK",
+	keys: mergeKeys(checkerTiming, checkerConnection),
+}
+
+var httpCheckBlock = &block[Checker]{
+	name: "HTTP_GET/SSL_GET",
+	keys: mergeKeys(checkerTiming, checkerConnection, map[string]func(*decoder, *Node, *Checker){
+		"nb_get_retry": func(d *decoder, n *Node, c *Checker) {
+			if v, ok := d.integer(n, 0, 1<<31-1); ok {
+				d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as retry")
+				c.timing.retry = int(v)
+			}
+		},
+		"virtualhost": func(d *decoder, n *Node, c *Checker) { c.HTTP.VirtualHost, _ = d.str(n) },
+		"http_protocol": func(d *decoder, n *Node, c *Checker) {
+			if s, ok := d.str(n); ok {
+				switch s {
+				case "1.0", "1.1", "1.0C":
+					c.HTTP.HTTPProtocol = s
+				case "1.0c":
+					c.HTTP.HTTPProtocol = "1.0C"
+				default:
+					d.rep.errorf(n.Pos, n.Keyword, "%q is not 1.0, 1.0C or 1.1", s)
+				}
+			}
+		},
+		"enable_sni":    func(d *decoder, n *Node, c *Checker) { c.HTTP.EnableSNI, _ = d.flag(n) },
+		"fast_recovery": func(d *decoder, n *Node, c *Checker) { c.HTTP.FastRecovery, _ = d.flag(n) },
+		"url": func(d *decoder, n *Node, c *Checker) {
+			if !d.needBlock(n) {
+				return
+			}
+			d.want(n, 0, 0)
+			u := &URL{Pos: n.Pos}
+			walk(d, n, urlBlock, u)
+			if u.Path == "" {
+				d.rep.errorf(n.Pos, n.Keyword, "has no path")
+				return
+			}
+			if u.StatusCodes == nil {
+				u.StatusCodes = []StatusRange{{200, 299}}
+			}
+			c.HTTP.URLs = append(c.HTTP.URLs, u)
+		},
+	}),
+}
+
+var urlBlock = &block[URL]{
+	name: "url",
+	keys: map[string]func(*decoder, *Node, *URL){
+		"path": func(d *decoder, n *Node, u *URL) {
+			if s, ok := d.str(n); ok {
+				if !strings.HasPrefix(s, "/") && !strings.Contains(s, "://") {
+					d.rep.warnf(n.Pos, n.Keyword, "path %q does not start with /", s)
+				}
+				u.Path = s
+			}
+		},
+		"digest": func(d *decoder, n *Node, u *URL) {
+			if s, ok := d.str(n); ok {
+				if len(s) != 32 || strings.Trim(strings.ToLower(s), "0123456789abcdef") != "" {
+					d.rep.errorf(n.Pos, n.Keyword, "%q is not an MD5 digest (32 hexadecimal digits)", s)
+					return
+				}
+				u.Digest = strings.ToLower(s)
+			}
+		},
+		"status_code": func(d *decoder, n *Node, u *URL) {
+			if !d.noBlock(n) || !d.want(n, 1, -1) {
+				return
+			}
+			var codes []StatusRange
+			for _, a := range n.Args {
+				lo, hi, isRange := strings.Cut(a, "-")
+				if !isRange {
+					hi = lo
+				}
+				l, err1 := strconv.Atoi(lo)
+				h, err2 := strconv.Atoi(hi)
+				if err1 != nil || err2 != nil || l < 100 || h > 599 || l > h {
+					d.rep.errorf(n.Pos, n.Keyword, "%q is not a status code or range from 100 to 599", a)
+					return
+				}
+				codes = append(codes, StatusRange{l, h})
+			}
+			u.StatusCodes = codes
+		},
+		"virtualhost": func(d *decoder, n *Node, u *URL) { u.VirtualHost, _ = d.str(n) },
+	},
+	unsupported: map[string]string{
+		"regex":            "the check does not match the body against a regular expression",
+		"regex_no_match":   "",
+		"regex_options":    "",
+		"regex_stack":      "",
+		"regex_min_offset": "",
+		"regex_max_offset": "",
+	},
+}
+
+var miscCheckBlock = &block[Checker]{
+	name: "MISC_CHECK",
+	keys: mergeKeys(checkerTiming, map[string]func(*decoder, *Node, *Checker){
+		"misc_path": func(d *decoder, n *Node, c *Checker) {
+			user, group := "", ""
+			if c.Misc.Script != nil {
+				user, group = c.Misc.Script.User, c.Misc.Script.Group
+			}
+			if s := d.script(n); s != nil {
+				if s.User == "" {
+					s.User, s.Group = user, group
+				}
+				c.Misc.Script = s
+			}
+		},
+		"misc_timeout": func(d *decoder, n *Node, c *Checker) {
+			if v, ok := d.integer(n, 0, 1<<31-1); ok {
+				c.Misc.Timeout = time.Duration(v) * time.Second
+			}
+		},
+		"misc_dynamic": func(d *decoder, n *Node, c *Checker) { c.Misc.Dynamic, _ = d.flag(n) },
+		"user": func(d *decoder, n *Node, c *Checker) {
+			if d.noBlock(n) && d.want(n, 1, 2) {
+				if c.Misc.Script == nil {
+					c.Misc.Script = &Script{}
+				}
+				c.Misc.Script.User = n.Args[0]
+				if len(n.Args) > 1 {
+					c.Misc.Script.Group = n.Args[1]
+				}
+			}
+		},
+	}),
+}
+
+// vsgEntry reads one line of a virtual_server_group: "IP [PORT]", an
+// address range with a port, or "fwmark N [inet|inet6]".
+func (d *decoder) vsgEntry(n *Node) (VSGEntry, bool) {
+	e := VSGEntry{Pos: n.Pos}
+	if n.Keyword == "fwmark" {
+		if !d.want(n, 1, 2) {
+			return e, false
+		}
+		v, ok := d.intArg(n, 0, 0, 1<<32-1)
+		if !ok {
+			return e, false
+		}
+		e.FWMark = uint32(v)
+		if len(n.Args) == 2 {
+			if n.Args[1] != "inet" && n.Args[1] != "inet6" {
+				d.rep.errorf(n.Pos, n.Keyword, "%q is not inet or inet6", n.Args[1])
+				return e, false
+			}
+			e.Family = n.Args[1]
+		}
+		return e, true
+	}
+	first, last, ok := parseRange(n.Keyword)
+	if !ok {
+		d.rep.errorf(n.Pos, n.Keyword, "%q is not an address or a range (A-N, A-B or A/LEN)", n.Keyword)
+		return e, false
+	}
+	e.First, e.Last, e.Family = first, last, family(first)
+	if len(n.Args) > 0 {
+		p, err := strconv.ParseUint(n.Args[0], 10, 16)
+		if err != nil {
+			d.rep.errorf(n.Pos, n.Keyword, "port %q is not a number from 0 to 65535", n.Args[0])
+			return e, false
+		}
+		e.Port = uint16(p)
+		d.want(n, 0, 1)
+	}
+	return e, true
+}
+
+// parseRange reads a virtual_server_group address: a single address,
+// "a.b.c.d-N" (N replaces the last octet, decimal) or "x::y-HHHH" (the last
+// group, hexadecimal), "A-B" with two full addresses, or "A/LEN" (host bits
+// zero).
+func parseRange(s string) (netip.Addr, netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a, a, true
+	}
+	if base, l, ok := strings.Cut(s, "/"); ok {
+		p, err := netip.ParsePrefix(base + "/" + l)
+		if err != nil || p.Masked() != p || p.Bits() == 0 {
+			return netip.Addr{}, netip.Addr{}, false
+		}
+		return p.Addr(), lastInPrefix(p), true
+	}
+	lo, hi, ok := strings.Cut(s, "-")
+	if !ok {
+		return netip.Addr{}, netip.Addr{}, false
+	}
+	first, err := netip.ParseAddr(lo)
+	if err != nil {
+		return netip.Addr{}, netip.Addr{}, false
+	}
+	var last netip.Addr
+	if (first.Is4() && strings.Contains(hi, ".")) || (first.Is6() && strings.Contains(hi, ":")) {
+		last, err = netip.ParseAddr(hi)
+		if err != nil || last.BitLen() != first.BitLen() {
+			return netip.Addr{}, netip.Addr{}, false
+		}
+	} else {
+		b := first.AsSlice()
+		if first.Is4() {
+			v, err := strconv.ParseUint(hi, 10, 8)
+			if err != nil {
+				return netip.Addr{}, netip.Addr{}, false
+			}
+			b[3] = byte(v)
+		} else {
+			v, err := strconv.ParseUint(hi, 16, 16)
+			if err != nil {
+				return netip.Addr{}, netip.Addr{}, false
+			}
+			b[14], b[15] = byte(v>>8), byte(v)
+		}
+		last, _ = netip.AddrFromSlice(b)
+	}
+	if last.Compare(first) <= 0 {
+		return netip.Addr{}, netip.Addr{}, false
+	}
+	return first, last, true
+}
+
+func lastInPrefix(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}

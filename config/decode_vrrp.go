@@ -1,0 +1,804 @@
+package config
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func newInstance(pos Pos, name string) *Instance {
+	return &Instance{
+		Pos: pos, Name: name, State: "BACKUP", Priority: -1, AdvertInt: time.Second,
+		Version: -1, Preempt: true, UnicastTTL: 255,
+		Garp: GarpSettings{MasterDelay: -1, MasterRepeat: -1, LowerPrioDelay: -1, LowerPrioRepeat: -1,
+			MasterRefresh: -1, MasterRefreshRepeat: -1},
+	}
+}
+
+// instanceFlag sets a boolean vrrp_instance keyword that takes an optional
+// <BOOL>.
+func instanceFlag(field func(in *Instance) *bool) func(*decoder, *Node, *Instance) {
+	return func(d *decoder, n *Node, in *Instance) {
+		if v, ok := d.flag(n); ok {
+			*field(in) = v
+			markSet(&in.set, n)
+		}
+	}
+}
+
+var instanceBlock = &block[Instance]{
+	name: "vrrp_instance",
+	keys: map[string]func(*decoder, *Node, *Instance){
+		"state": func(d *decoder, n *Node, in *Instance) {
+			if s, ok := d.str(n); ok {
+				switch s {
+				case "MASTER", "BACKUP":
+					in.State = s
+					markSet(&in.set, n)
+				default:
+					d.rep.errorf(n.Pos, n.Keyword, "%q is not MASTER or BACKUP", s)
+				}
+			}
+		},
+		"interface": func(d *decoder, n *Node, in *Instance) {
+			if s, ok := d.str(n); ok {
+				if len(s) >= 16 || strings.ContainsAny(s, "/ ") {
+					d.rep.errorf(n.Pos, n.Keyword, "%q is not an interface name", s)
+					return
+				}
+				in.Interface = s
+			}
+		},
+		"virtual_router_id": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.integer(n, 1, 255); ok {
+				in.VRID = int(v)
+			}
+		},
+		"priority": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.integer(n, 1, 255); ok {
+				in.Priority = int(v)
+			}
+		},
+		"advert_int": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.timer(n, 10*time.Millisecond, 255*time.Second); ok {
+				in.AdvertInt = v
+				markSet(&in.set, n)
+			}
+		},
+		"version": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.integer(n, 2, 3); ok {
+				in.Version = int(v)
+			}
+		},
+		"nopreempt": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) && d.want(n, 0, 0) {
+				in.Preempt = false
+				markSet(&in.set, n)
+			}
+		},
+		"preempt": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) && d.want(n, 0, 0) {
+				in.Preempt = true
+			}
+		},
+		"preempt_delay": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.timer(n, 0, 1000*time.Second); ok {
+				in.PreemptDelay = v
+				markSet(&in.set, n)
+			}
+		},
+		"authentication": func(d *decoder, n *Node, in *Instance) {
+			if d.needBlock(n) {
+				d.want(n, 0, 0)
+				a := &Auth{}
+				walk(d, n, authBlock, a)
+				switch {
+				case a.Type == "":
+					d.rep.errorf(n.Pos, n.Keyword, "has no auth_type")
+				case a.Type == "PASS" && a.Pass == "":
+					d.rep.errorf(n.Pos, n.Keyword, "auth_type PASS has no auth_pass")
+				default:
+					in.Auth = a
+					markSet(&in.set, n)
+				}
+			}
+		},
+		"virtual_ipaddress": func(d *decoder, n *Node, in *Instance) {
+			d.want(n, 0, 0)
+			d.lines(n, func(c *Node) {
+				if v, ok := d.vip(c); ok {
+					in.VIPs = append(in.VIPs, v)
+				}
+			})
+		},
+		"virtual_ipaddress_excluded": func(d *decoder, n *Node, in *Instance) {
+			d.want(n, 0, 0)
+			d.lines(n, func(c *Node) {
+				if v, ok := d.vip(c); ok {
+					in.ExcludedVIPs = append(in.ExcludedVIPs, v)
+				}
+			})
+		},
+		"virtual_routes": func(d *decoder, n *Node, in *Instance) {
+			d.want(n, 0, 0)
+			d.lines(n, func(c *Node) {
+				if r, ok := d.route(c); ok {
+					in.Routes = append(in.Routes, r)
+				}
+			})
+		},
+		"mcast_src_ip":   func(d *decoder, n *Node, in *Instance) { in.MCastSrcIP, _ = d.addr(n) },
+		"unicast_src_ip": func(d *decoder, n *Node, in *Instance) { in.UnicastSrcIP, _ = d.addr(n) },
+		"mcast_dst_ip": func(d *decoder, n *Node, in *Instance) {
+			if a, ok := d.addr(n); ok {
+				if !a.IsMulticast() {
+					d.rep.errorf(n.Pos, n.Keyword, "%s is not a multicast address", a)
+					return
+				}
+				in.MCastDstIP = a
+			}
+		},
+		"unicast_peer": func(d *decoder, n *Node, in *Instance) {
+			d.want(n, 0, 0)
+			d.lines(n, func(c *Node) {
+				if p, ok := d.unicastPeer(c); ok {
+					in.UnicastPeers = append(in.UnicastPeers, p)
+				}
+			})
+		},
+		"unicast_ttl": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.integer(n, 0, 255); ok {
+				in.UnicastTTL = int(v)
+			}
+		},
+		"unicast_fault_no_peer": instanceFlag(func(in *Instance) *bool { return &in.UnicastFaultNoPeer }),
+		"check_unicast_src":     instanceFlag(func(in *Instance) *bool { return &in.CheckUnicastSrc }),
+		"track_src_ip":          instanceFlag(func(in *Instance) *bool { return &in.TrackSrcIP }),
+		"track_interface": func(d *decoder, n *Node, in *Instance) {
+			in.TrackInterfaces = append(in.TrackInterfaces, d.trackInterfaces(n)...)
+		},
+		"track_script": func(d *decoder, n *Node, in *Instance) {
+			in.TrackScripts = append(in.TrackScripts, d.trackScripts(n)...)
+		},
+		"dont_track_primary": instanceFlag(func(in *Instance) *bool { return &in.DontTrackPrimary }),
+		"notify_master":      func(d *decoder, n *Node, in *Instance) { in.Notify.Master = d.script(n) },
+		"notify_backup":      func(d *decoder, n *Node, in *Instance) { in.Notify.Backup = d.script(n) },
+		"notify_fault":       func(d *decoder, n *Node, in *Instance) { in.Notify.Fault = d.script(n) },
+		"notify_stop":        func(d *decoder, n *Node, in *Instance) { in.Notify.Stop = d.script(n) },
+		"notify":             func(d *decoder, n *Node, in *Instance) { in.Notify.Any = d.script(n) },
+		"notify_deleted": func(d *decoder, n *Node, in *Instance) {
+			if len(n.Args) == 0 {
+				d.noBlock(n)
+				in.Notify.Deleted = &Script{}
+				return
+			}
+			in.Notify.Deleted = d.script(n)
+		},
+		"garp_master_delay": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.garpDelay(n); ok {
+				in.Garp.MasterDelay = v
+			}
+		},
+		"garp_master_repeat": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.garpRepeat(n, 1); ok {
+				in.Garp.MasterRepeat = v
+			}
+		},
+		"garp_lower_prio_delay": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.garpDelay(n); ok {
+				in.Garp.LowerPrioDelay = v
+			}
+		},
+		"garp_lower_prio_repeat": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.garpRepeat(n, 0); ok {
+				in.Garp.LowerPrioRepeat = v
+			}
+		},
+		"garp_master_refresh": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.garpDelay(n); ok {
+				in.Garp.MasterRefresh = v
+			}
+		},
+		"garp_master_refresh_repeat": func(d *decoder, n *Node, in *Instance) {
+			if v, ok := d.garpRepeat(n, 1); ok {
+				in.Garp.MasterRefreshRepeat = v
+			}
+		},
+		"accept": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) && d.want(n, 0, 0) {
+				in.Accept = true
+				markSet(&in.set, &Node{Keyword: "accept", Pos: n.Pos})
+			}
+		},
+		"no_accept": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) && d.want(n, 0, 0) {
+				in.Accept = false
+				markSet(&in.set, &Node{Keyword: "accept", Pos: n.Pos})
+			}
+		},
+		"strict_mode":             instanceFlag(func(in *Instance) *bool { return &in.Strict }),
+		"skip_check_adv_addr":     instanceFlag(func(in *Instance) *bool { return &in.SkipCheckAdvAddr }),
+		"lower_prio_no_advert":    instanceFlag(func(in *Instance) *bool { return &in.LowerPrioNoAdvert }),
+		"higher_prio_send_advert": instanceFlag(func(in *Instance) *bool { return &in.HigherPrioSendAdvert }),
+		"promote_secondaries":     instanceFlag(func(in *Instance) *bool { return &in.PromoteSecondaries }),
+		"native_ipv6": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) && d.want(n, 0, 0) {
+				markSet(&in.set, n)
+			}
+		},
+		"lvs_sync_daemon_interface": func(d *decoder, n *Node, in *Instance) {
+			// Deprecated form of global lvs_sync_daemon IF INSTANCE; resolved
+			// after reading, when global_defs is known.
+			if s, ok := d.str(n); ok {
+				if in.set == nil {
+					in.set = map[string]Pos{}
+				}
+				in.set["lvs_sync_daemon_interface="+s] = n.Pos
+			}
+		},
+	},
+	unsupported: map[string]string{
+		"use_vmac":                   "directord moves addresses on the instance's interface",
+		"use_vmac_addr":              "",
+		"vmac_xmit_base":             "",
+		"use_ipvlan":                 "",
+		"vrf":                        "",
+		"track_file":                 "use track_script",
+		"track_process":              "use track_script",
+		"track_bfd":                  "",
+		"virtual_rules":              "",
+		"notify_master_rx_lower_pri": "",
+		"notify_priority_changes":    "",
+		"smtp_alert":                 "directord sends no e-mail; use notify scripts",
+		"kernel_rx_buf_size":         "",
+		"linkbeat_use_polling":       "directord follows netlink link state",
+		"debug":                      "",
+		"down_timer_adverts":         "directord keeps the RFC's 3 advert intervals",
+		"garp_extra_if":              "",
+		"vmac_garp_intvl":            "",
+		"old_unicast_checksum":       "",
+	},
+}
+
+var authBlock = &block[Auth]{
+	name: "authentication",
+	keys: map[string]func(*decoder, *Node, *Auth){
+		"auth_type": func(d *decoder, n *Node, a *Auth) {
+			if s, ok := d.str(n); ok {
+				if s != "PASS" && s != "AH" {
+					d.rep.errorf(n.Pos, n.Keyword, "%q is not PASS or AH", s)
+					return
+				}
+				a.Type = s
+			}
+		},
+		"auth_pass": func(d *decoder, n *Node, a *Auth) {
+			if s, ok := d.str(n); ok {
+				if len(s) > 8 {
+					d.rep.warnf(n.Pos, n.Keyword, "only the first 8 characters are used, as in keepalived")
+					s = s[:8]
+				}
+				a.Pass = s
+			}
+		},
+	},
+}
+
+var scriptBlock = &block[VRRPScript]{
+	name: "vrrp_script",
+	keys: map[string]func(*decoder, *Node, *VRRPScript){
+		"script": func(d *decoder, n *Node, s *VRRPScript) {
+			user, group := "", ""
+			if s.Script != nil {
+				user, group = s.Script.User, s.Script.Group
+			}
+			if sc := d.script(n); sc != nil {
+				if sc.User == "" {
+					sc.User, sc.Group = user, group
+				}
+				s.Script = sc
+			}
+		},
+		"interval": func(d *decoder, n *Node, s *VRRPScript) {
+			if v, ok := d.timer(n, 0, 86400*time.Second); ok {
+				s.Interval = max(v, 10*time.Millisecond)
+			}
+		},
+		"timeout": func(d *decoder, n *Node, s *VRRPScript) {
+			if v, ok := d.timer(n, 0, 86400*time.Second); ok {
+				s.Timeout = max(v, 10*time.Millisecond)
+			}
+		},
+		"weight": func(d *decoder, n *Node, s *VRRPScript) {
+			if d.noBlock(n) && d.want(n, 1, 2) {
+				if v, ok := d.intArg(n, 0, -253, 253); ok {
+					s.Weight = int(v)
+				}
+				if len(n.Args) == 2 {
+					if n.Args[1] != "reverse" {
+						d.rep.errorf(n.Pos, n.Keyword, "%q is not reverse", n.Args[1])
+						return
+					}
+					s.Reverse = true
+				}
+			}
+		},
+		"rise": func(d *decoder, n *Node, s *VRRPScript) {
+			if v, ok := d.integer(n, 1, 1<<31-1); ok {
+				s.Rise = int(v)
+			}
+		},
+		"fall": func(d *decoder, n *Node, s *VRRPScript) {
+			if v, ok := d.integer(n, 1, 1<<31-1); ok {
+				s.Fall = int(v)
+			}
+		},
+		"user": func(d *decoder, n *Node, s *VRRPScript) {
+			if d.noBlock(n) && d.want(n, 1, 2) {
+				if s.Script == nil {
+					s.Script = &Script{}
+				}
+				s.Script.User = n.Args[0]
+				if len(n.Args) > 1 {
+					s.Script.Group = n.Args[1]
+				}
+			}
+		},
+		"init_fail": func(d *decoder, n *Node, s *VRRPScript) { s.InitFail, _ = d.flag(n) },
+	},
+}
+
+var syncGroupBlock = &block[SyncGroup]{
+	name: "vrrp_sync_group",
+	keys: map[string]func(*decoder, *Node, *SyncGroup){
+		"group": func(d *decoder, n *Node, g *SyncGroup) {
+			d.want(n, 0, 0)
+			d.lines(n, func(c *Node) {
+				d.want(c, 0, 0)
+				g.Members = append(g.Members, c.Keyword)
+			})
+		},
+		"track_interface": func(d *decoder, n *Node, g *SyncGroup) {
+			g.TrackInterfaces = append(g.TrackInterfaces, d.trackInterfaces(n)...)
+		},
+		"track_script": func(d *decoder, n *Node, g *SyncGroup) {
+			g.TrackScripts = append(g.TrackScripts, d.trackScripts(n)...)
+		},
+		"notify_master": func(d *decoder, n *Node, g *SyncGroup) { g.Notify.Master = d.script(n) },
+		"notify_backup": func(d *decoder, n *Node, g *SyncGroup) { g.Notify.Backup = d.script(n) },
+		"notify_fault":  func(d *decoder, n *Node, g *SyncGroup) { g.Notify.Fault = d.script(n) },
+		"notify_stop":   func(d *decoder, n *Node, g *SyncGroup) { g.Notify.Stop = d.script(n) },
+		"notify":        func(d *decoder, n *Node, g *SyncGroup) { g.Notify.Any = d.script(n) },
+		"sync_group_tracking_weight": func(d *decoder, n *Node, g *SyncGroup) {
+			g.TrackingWeight, _ = d.flag(n)
+		},
+		"global_tracking": func(d *decoder, n *Node, g *SyncGroup) {
+			if v, ok := d.flag(n); ok {
+				d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as sync_group_tracking_weight")
+				g.TrackingWeight = v
+			}
+		},
+	},
+	unsupported: map[string]string{
+		"track_file":              "use track_script",
+		"track_process":           "use track_script",
+		"track_bfd":               "",
+		"smtp_alert":              "directord sends no e-mail; use notify scripts",
+		"notify_priority_changes": "",
+	},
+}
+
+// trackInterfaces reads a track_interface block: "IF [weight W [reverse]]".
+func (d *decoder) trackInterfaces(n *Node) []TrackInterface {
+	d.want(n, 0, 0)
+	var out []TrackInterface
+	d.lines(n, func(c *Node) {
+		t := TrackInterface{Name: c.Keyword}
+		w, rev, ok := d.trackWeight(c, []string{"reverse"})
+		if !ok {
+			return
+		}
+		t.Weight, t.Reverse = w, rev
+		out = append(out, t)
+	})
+	return out
+}
+
+// trackScripts reads a track_script block: "NAME [weight W [reverse|noreverse]]".
+func (d *decoder) trackScripts(n *Node) []TrackScript {
+	d.want(n, 0, 0)
+	var out []TrackScript
+	d.lines(n, func(c *Node) {
+		t := TrackScript{Name: c.Keyword, Weight: noWeight, pos: c.Pos}
+		w, rev, ok := d.trackWeight(c, []string{"reverse", "noreverse"})
+		if !ok {
+			return
+		}
+		if len(c.Args) > 0 {
+			t.Weight = w
+		}
+		t.Reverse = rev
+		out = append(out, t)
+	})
+	return out
+}
+
+// noWeight marks a track_script entry that takes the script's own weight.
+const noWeight = -1 << 31
+
+// trackWeight reads the "[weight W [reverse]]" after a tracked name.
+// keepalived accepts ±254 and clamps it to ±253.
+func (d *decoder) trackWeight(c *Node, revWords []string) (int, bool, bool) {
+	if len(c.Args) == 0 {
+		return 0, false, true
+	}
+	if c.Args[0] != "weight" || len(c.Args) < 2 || len(c.Args) > 3 {
+		d.rep.errorf(c.Pos, c.Keyword, "expected \"%s [weight W [%s]]\", got %q", c.Keyword, strings.Join(revWords, "|"), strings.Join(c.Args, " "))
+		return 0, false, false
+	}
+	w, ok := d.intArg(c, 1, -254, 254)
+	if !ok {
+		return 0, false, false
+	}
+	if w == 254 || w == -254 {
+		d.rep.warnf(c.Pos, c.Keyword, "weight %d read as %d, as keepalived does", w, w/254*253)
+		w = w / 254 * 253
+	}
+	rev := false
+	if len(c.Args) == 3 {
+		switch c.Args[2] {
+		case "reverse":
+			rev = true
+		case "noreverse":
+			if len(revWords) < 2 {
+				d.rep.errorf(c.Pos, c.Keyword, "%q is not reverse", c.Args[2])
+				return 0, false, false
+			}
+		default:
+			d.rep.errorf(c.Pos, c.Keyword, "%q is not %s", c.Args[2], strings.Join(revWords, " or "))
+			return 0, false, false
+		}
+	}
+	return int(w), rev, true
+}
+
+// unicastPeer reads "ADDR [min_ttl N] [max_ttl N]".
+func (d *decoder) unicastPeer(c *Node) (UnicastPeer, bool) {
+	a, err := netip.ParseAddr(c.Keyword)
+	if err != nil {
+		d.rep.errorf(c.Pos, c.Keyword, "unicast_peer: %q is not an IP address", c.Keyword)
+		return UnicastPeer{}, false
+	}
+	p := UnicastPeer{Addr: a}
+	for i := 0; i < len(c.Args); i += 2 {
+		if i+1 >= len(c.Args) {
+			d.rep.errorf(c.Pos, c.Keyword, "%s needs a value", c.Args[i])
+			return p, false
+		}
+		v, ok := d.intArg(c, i+1, 0, 255)
+		if !ok {
+			return p, false
+		}
+		switch c.Args[i] {
+		case "min_ttl":
+			p.MinTTL = int(v)
+		case "max_ttl":
+			p.MaxTTL = int(v)
+		default:
+			d.rep.errorf(c.Pos, c.Keyword, "unknown option %q%s", c.Args[i], didYouMean(c.Args[i], []string{"min_ttl", "max_ttl"}))
+			return p, false
+		}
+	}
+	return p, true
+}
+
+// parsePrefix reads "ADDR[/LEN]"; without a length it is the host's /32 or
+// /128.
+func parsePrefix(s string) (netip.Prefix, bool) {
+	addr, length, hasLen := strings.Cut(s, "/")
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	bits := a.BitLen()
+	if hasLen {
+		n, err := strconv.Atoi(length)
+		if err != nil || n < 0 || n > a.BitLen() {
+			return netip.Prefix{}, false
+		}
+		bits = n
+	}
+	return netip.PrefixFrom(a, bits), true
+}
+
+var scopes = []string{"global", "site", "link", "host", "nowhere"}
+
+func validScope(s string) bool {
+	for _, v := range scopes {
+		if s == v {
+			return true
+		}
+	}
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 255
+}
+
+var vipOptions = []string{"dev", "brd", "broadcast", "scope", "label", "peer", "home", "-nodad",
+	"mngtmpaddr", "noprefixroute", "autojoin", "no_track", "preferred_lft", "use_vmac"}
+
+// vip reads one virtual_ipaddress line.
+func (d *decoder) vip(c *Node) (VIP, bool) {
+	v := VIP{Pos: c.Pos, PreferredLft: -1}
+	p, ok := parsePrefix(c.Keyword)
+	if !ok {
+		d.rep.errorf(c.Pos, c.Keyword, "%q is not an IP address with an optional /prefix", c.Keyword)
+		return v, false
+	}
+	v.Prefix = p
+	is6 := p.Addr().Is6()
+	if is6 && p.Bits() == 128 {
+		v.PreferredLft = 0
+	}
+	args := c.Args
+	value := func(i int) (string, bool) {
+		if i+1 >= len(args) {
+			d.rep.errorf(c.Pos, c.Keyword, "%s needs a value", args[i])
+			return "", false
+		}
+		return args[i+1], true
+	}
+	for i := 0; i < len(args); i++ {
+		opt := args[i]
+		switch opt {
+		case "dev", "label", "scope", "brd", "broadcast", "peer", "preferred_lft":
+			val, ok := value(i)
+			if !ok {
+				return v, false
+			}
+			i++
+			switch opt {
+			case "dev":
+				v.Dev = val
+			case "label":
+				if is6 {
+					d.rep.warnf(c.Pos, c.Keyword, "label is ignored for an IPv6 address")
+					continue
+				}
+				v.Label = val
+			case "scope":
+				if !validScope(val) {
+					d.rep.errorf(c.Pos, c.Keyword, "scope %q is not one of %s or a number", val, strings.Join(scopes, ", "))
+					return v, false
+				}
+				v.Scope = val
+			case "brd", "broadcast":
+				if is6 {
+					d.rep.errorf(c.Pos, c.Keyword, "an IPv6 address has no broadcast address")
+					return v, false
+				}
+				b, ok := broadcast(p, val)
+				if !ok {
+					d.rep.errorf(c.Pos, c.Keyword, "brd %q is not an IPv4 address, - or + (which need a prefix of /30 or shorter)", val)
+					return v, false
+				}
+				v.Broadcast = b
+			case "peer":
+				a, err := netip.ParseAddr(strings.Split(val, "/")[0])
+				if err != nil || a.Is4() != p.Addr().Is4() {
+					d.rep.errorf(c.Pos, c.Keyword, "peer %q is not an address of the same family", val)
+					return v, false
+				}
+				v.Peer = a
+			case "preferred_lft":
+				if val == "forever" {
+					v.PreferredLft = -1
+					continue
+				}
+				n, err := strconv.ParseUint(val, 10, 32)
+				if err != nil {
+					d.rep.errorf(c.Pos, c.Keyword, "preferred_lft %q is not a number of seconds or forever", val)
+					return v, false
+				}
+				v.PreferredLft = int(n)
+			}
+		case "home":
+			v.Home = true
+		case "-nodad":
+			v.NoDAD = true
+		case "mngtmpaddr":
+			v.MngTmpAddr = true
+		case "noprefixroute":
+			v.NoPrefixRoute = true
+		case "autojoin":
+			v.AutoJoin = true
+		case "no_track":
+			v.NoTrack = true
+		case "use_vmac":
+			d.rep.unsupported(c.Pos, "use_vmac", "directord moves addresses on the instance's interface")
+		default:
+			d.rep.errorf(c.Pos, c.Keyword, "unknown address option %q%s", opt, didYouMean(opt, vipOptions))
+			return v, false
+		}
+	}
+	if v.Peer.IsValid() && v.Broadcast.IsValid() {
+		d.rep.warnf(c.Pos, c.Keyword, "brd is ignored with peer, as keepalived does")
+		v.Broadcast = netip.Addr{}
+	}
+	return v, true
+}
+
+// broadcast resolves a brd argument: an address, or "+"/"-" for the
+// prefix's host bits set or cleared.
+func broadcast(p netip.Prefix, s string) (netip.Addr, bool) {
+	if s != "+" && s != "-" {
+		a, err := netip.ParseAddr(s)
+		return a, err == nil && a.Is4()
+	}
+	if p.Bits() > 30 {
+		return netip.Addr{}, false
+	}
+	b := p.Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	mask := uint32(0xffffffff) >> p.Bits()
+	if s == "+" {
+		v |= mask
+	} else {
+		v &^= mask
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+var routeTypes = []string{"unicast", "local", "nat", "broadcast", "brd", "anycast", "multicast",
+	"prohibit", "unreachable", "blackhole", "xresolve", "throw"}
+
+var routeOptions = []string{"src", "to", "via", "gw", "or", "dev", "oif", "table", "metric", "priority",
+	"preference", "scope", "protocol", "proto", "onlink", "no_track"}
+
+// routeUnsupported are ip-route options keepalived accepts that directord
+// does not program; each takes one value unless listed in routeFlags.
+var routeUnsupported = map[string]bool{"tos": true, "dsfield": true, "expires": true, "mtu": true, "hoplimit": true,
+	"advmss": true, "rtt": true, "rttvar": true, "reordering": true, "window": true, "cwnd": true,
+	"ssthresh": true, "realms": true, "rto_min": true, "initcwnd": true, "initrwnd": true,
+	"features": true, "quickack": true, "congctl": true, "pref": true, "encap": true, "vrf": true,
+	"fastopen_no_cookie": true, "nexthop": true, "ttl-propagate": true, "track_group": true}
+
+var routeFlags = map[string]bool{"add": true, "prepend": true, "append": true, "lock": true, "inet": true, "inet6": true}
+
+// route reads one virtual_routes line, in ip-route syntax.
+func (d *decoder) route(c *Node) (Route, bool) {
+	r := Route{Pos: c.Pos}
+	words := append([]string{c.Keyword}, c.Args...)
+	for _, t := range routeTypes {
+		if words[0] == t {
+			r.Type = t
+			if t == "brd" {
+				r.Type = "broadcast"
+			}
+			words = words[1:]
+			break
+		}
+	}
+	haveDst := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		needValue := func() (string, bool) {
+			if i+1 >= len(words) {
+				d.rep.errorf(c.Pos, c.Keyword, "route option %s needs a value", w)
+				return "", false
+			}
+			i++
+			return words[i], true
+		}
+		addrValue := func() (netip.Addr, bool) {
+			v, ok := needValue()
+			if !ok {
+				return netip.Addr{}, false
+			}
+			if v == "inet" || v == "inet6" {
+				if v, ok = needValue(); !ok {
+					return netip.Addr{}, false
+				}
+			}
+			a, err := netip.ParseAddr(v)
+			if err != nil {
+				d.rep.errorf(c.Pos, c.Keyword, "route %s %q is not an IP address", w, v)
+				return a, false
+			}
+			return a, true
+		}
+		intValue := func() (int, bool) {
+			v, ok := needValue()
+			if !ok {
+				return 0, false
+			}
+			n, err := strconv.ParseUint(v, 0, 32)
+			if err != nil {
+				d.rep.errorf(c.Pos, c.Keyword, "route %s %q is not a number", w, v)
+				return 0, false
+			}
+			return int(n), true
+		}
+		var ok bool
+		switch w {
+		case "src":
+			r.Src, ok = addrValue()
+		case "via", "gw":
+			r.Via, ok = addrValue()
+		case "or":
+			r.Or, ok = addrValue()
+		case "dev", "oif":
+			r.Dev, ok = needValue()
+		case "table":
+			var v string
+			if v, ok = needValue(); ok {
+				switch v {
+				case "main":
+					r.Table = 254
+				case "local":
+					r.Table = 255
+				case "default":
+					r.Table = 253
+				default:
+					n, err := strconv.ParseUint(v, 0, 32)
+					if err != nil {
+						d.rep.errorf(c.Pos, c.Keyword, "route table %q is not a number, main, local or default", v)
+						return r, false
+					}
+					r.Table = int(n)
+				}
+			}
+		case "metric", "priority", "preference":
+			r.Metric, ok = intValue()
+		case "scope":
+			if r.Scope, ok = needValue(); ok && !validScope(r.Scope) {
+				d.rep.errorf(c.Pos, c.Keyword, "scope %q is not one of %s or a number", r.Scope, strings.Join(scopes, ", "))
+				return r, false
+			}
+		case "protocol", "proto":
+			r.Protocol, ok = needValue()
+		case "onlink":
+			r.OnLink, ok = true, true
+		case "no_track":
+			r.NoTrack, ok = true, true
+		case "to":
+			ok = true
+		default:
+			switch {
+			case routeFlags[w]:
+				ok = true
+			case routeUnsupported[w]:
+				d.rep.unsupported(c.Pos, c.Keyword, "route option "+w+" is not programmed")
+				if w != "quickack" && w != "nexthop" {
+					i++
+				}
+				ok = true
+			case !haveDst:
+				dst := w
+				switch w {
+				case "default", "any", "all":
+					dst = "0.0.0.0/0"
+				case "default6":
+					dst = "::/0"
+				}
+				if r.Dst, ok = parsePrefix(dst); !ok {
+					d.rep.errorf(c.Pos, c.Keyword, "route destination %q is not an address/prefix", w)
+					return r, false
+				}
+				r.Dst = r.Dst.Masked()
+				haveDst = true
+			default:
+				d.rep.errorf(c.Pos, c.Keyword, "unknown route option %q%s", w, didYouMean(w, routeOptions))
+				return r, false
+			}
+		}
+		if !ok {
+			return r, false
+		}
+	}
+	if !haveDst {
+		d.rep.errorf(c.Pos, c.Keyword, "route has no destination")
+		return r, false
+	}
+	return r, true
+}

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"os"
+	"strings"
+)
+
+// Options tune Load.
+type Options struct {
+	// ConfigID selects @id conditional lines (keepalived's -i). Empty means
+	// the host name up to its first dot.
+	ConfigID string
+	// Hostname is router_id's default; empty means os.Hostname.
+	Hostname string
+	// FS reads the files; nil means the host's.
+	FS FileSystem
+
+	limits *limits // tests and fuzzing shrink these
+}
+
+// DefaultConfigID is keepalived's default -i: the host name up to its
+// first dot.
+func DefaultConfigID(hostname string) string {
+	id, _, _ := strings.Cut(hostname, ".")
+	return id
+}
+
+// Load reads the configuration at path, with its includes, and resolves it.
+// It always returns the diagnostics found, sorted by file and line; the
+// Config must not be run when they hold an error (Diagnostics.HasErrors).
+func Load(path string, opts Options) (*Config, Diagnostics) {
+	if opts.FS == nil {
+		opts.FS = OSFileSystem{}
+	}
+	if opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
+	}
+	if opts.ConfigID == "" {
+		opts.ConfigID = DefaultConfigID(opts.Hostname)
+	}
+	lim := defaultLimits
+	if opts.limits != nil {
+		lim = *opts.limits
+	}
+	rep := &reporter{}
+	r := newReader(opts.FS, opts.ConfigID, rep, lim)
+	r.readFile(path, Pos{}, true)
+	nodes := buildTree(r.lines, rep)
+	r.lines = nil
+
+	cfg := &Config{Global: defaultGlobal(opts.Hostname)}
+	for name, i := range r.fileOrder {
+		_ = i
+		cfg.Files = append(cfg.Files, name)
+	}
+	sortByOrder(cfg.Files, r.fileOrder)
+	d := &decoder{rep: rep, cfg: cfg}
+	walk(d, &Node{Children: nodes}, topBlock, cfg)
+	d.resolve()
+	d.validate()
+	rep.diags.sortStable(r.fileOrder)
+	return cfg, rep.diags
+}
+
+// Parse loads a configuration held in memory under the name file; includes
+// are read from files, which may be nil.
+func Parse(file, text string, files MapFS, opts Options) (*Config, Diagnostics) {
+	fs := MapFS{}
+	for k, v := range files {
+		fs[k] = v
+	}
+	fs[file] = text
+	opts.FS = fs
+	if opts.Hostname == "" {
+		opts.Hostname = "localhost"
+	}
+	return Load(file, opts)
+}
+
+func sortByOrder(names []string, order map[string]int) {
+	for i := 1; i < len(names); i++ {
+		for j := i; j > 0 && order[names[j]] < order[names[j-1]]; j-- {
+			names[j], names[j-1] = names[j-1], names[j]
+		}
+	}
+}

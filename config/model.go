@@ -1,0 +1,445 @@
+package config
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Config is a resolved configuration: every default applied, every value
+// typed, every reference (track_script, sync group member, virtual server
+// group, lvs_sync_daemon instance) checked. It is what directord runs.
+type Config struct {
+	// Files lists the files read, the main one first, then includes in the
+	// order they were first read.
+	Files               []string              `json:"files"`
+	Global              Global                `json:"global_defs"`
+	SSL                 *SSL                  `json:"ssl,omitempty"`
+	Scripts             []*VRRPScript         `json:"vrrp_scripts,omitempty"`
+	SyncGroups          []*SyncGroup          `json:"vrrp_sync_groups,omitempty"`
+	Instances           []*Instance           `json:"vrrp_instances,omitempty"`
+	VirtualServerGroups []*VirtualServerGroup `json:"virtual_server_groups,omitempty"`
+	VirtualServers      []*VirtualServer      `json:"virtual_servers,omitempty"`
+}
+
+// Global is global_defs.
+type Global struct {
+	// RouterID identifies this director in logs and notifications; it
+	// defaults to the host name.
+	RouterID             string `json:"router_id"`
+	EnableScriptSecurity bool   `json:"enable_script_security"`
+	// ScriptUser and ScriptGroup run scripts that name no user; empty means
+	// keepalived_script if that user exists, else root (resolved at run time).
+	ScriptUser  string `json:"script_user,omitempty"`
+	ScriptGroup string `json:"script_group,omitempty"`
+
+	SyncDaemon     *SyncDaemon  `json:"lvs_sync_daemon,omitempty"`
+	LVSTimeouts    *LVSTimeouts `json:"lvs_timeouts,omitempty"`
+	LVSFlush       bool         `json:"lvs_flush"`
+	LVSFlushOnStop string       `json:"lvs_flush_on_stop,omitempty"` // "", "ALL" or "VS"
+
+	VRRPVersion          int            `json:"vrrp_version"`
+	MCastGroup4          netip.Addr     `json:"vrrp_mcast_group4"`
+	MCastGroup6          netip.Addr     `json:"vrrp_mcast_group6"`
+	Garp                 GarpSettings   `json:"garp"`
+	GarpInterval         time.Duration  `json:"vrrp_garp_interval"`
+	GnaInterval          time.Duration  `json:"vrrp_gna_interval"`
+	CheckUnicastSrc      bool           `json:"vrrp_check_unicast_src"`
+	SkipCheckAdvAddr     bool           `json:"vrrp_skip_check_adv_addr"`
+	Strict               bool           `json:"vrrp_strict"`
+	LowerPrioNoAdvert    bool           `json:"vrrp_lower_prio_no_advert"`
+	HigherPrioSendAdvert bool           `json:"vrrp_higher_prio_send_advert"`
+	StartupDelay         time.Duration  `json:"vrrp_startup_delay"`
+	set                  map[string]Pos // keywords given, for defaults that depend on them
+}
+
+// GarpSettings are the gratuitous ARP / unsolicited NA timings, global
+// (vrrp_garp_*) or per instance (garp_*).
+type GarpSettings struct {
+	// MasterDelay is the delay before the second burst after becoming
+	// master; 0 sends no second burst.
+	MasterDelay  time.Duration `json:"master_delay"`
+	MasterRepeat int           `json:"master_repeat"`
+	// LowerPrioDelay and LowerPrioRepeat apply when a master hears a lower
+	// priority advert.
+	LowerPrioDelay  time.Duration `json:"lower_prio_delay"`
+	LowerPrioRepeat int           `json:"lower_prio_repeat"`
+	// MasterRefresh resends while master; 0 never.
+	MasterRefresh       time.Duration `json:"master_refresh"`
+	MasterRefreshRepeat int           `json:"master_refresh_repeat"`
+}
+
+// SyncDaemon is lvs_sync_daemon: the kernel's IPVS connection sync.
+type SyncDaemon struct {
+	Pos       Pos    `json:"pos"`
+	Interface string `json:"interface"`
+	// Instance is the VRRP instance whose state the daemons follow; empty
+	// runs master and backup daemons together for as long as directord runs.
+	Instance string     `json:"instance,omitempty"`
+	SyncID   int        `json:"syncid"` // defaults to the instance's VRID, or 0
+	MaxLen   int        `json:"maxlen,omitempty"`
+	Port     int        `json:"port"`
+	TTL      int        `json:"ttl,omitempty"`
+	Group    netip.Addr `json:"group"`
+}
+
+// LVSTimeouts is lvs_timeouts; a zero value leaves the kernel's setting.
+type LVSTimeouts struct {
+	TCP    time.Duration `json:"tcp,omitempty"`
+	TCPFin time.Duration `json:"tcpfin,omitempty"`
+	UDP    time.Duration `json:"udp,omitempty"`
+}
+
+// SSL is the global SSL block used by SSL_GET.
+type SSL struct {
+	Pos         Pos    `json:"pos"`
+	Password    string `json:"password,omitempty"`
+	CA          string `json:"ca,omitempty"`
+	Certificate string `json:"certificate,omitempty"`
+	Key         string `json:"key,omitempty"`
+}
+
+// Script is a command run by directord: a notify script, a vrrp_script, a
+// MISC_CHECK. Command is the line as written; Args is it split into words
+// (blanks separate, single quotes group).
+type Script struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	User    string   `json:"user,omitempty"`
+	Group   string   `json:"group,omitempty"`
+}
+
+// Notify holds the notify scripts of an instance or sync group.
+type Notify struct {
+	Master  *Script `json:"notify_master,omitempty"`
+	Backup  *Script `json:"notify_backup,omitempty"`
+	Fault   *Script `json:"notify_fault,omitempty"`
+	Stop    *Script `json:"notify_stop,omitempty"`
+	Deleted *Script `json:"notify_deleted,omitempty"`
+	// Any runs on every transition with keepalived's four extra arguments
+	// (GROUP|INSTANCE, name, state, priority).
+	Any *Script `json:"notify,omitempty"`
+}
+
+// VRRPScript is a vrrp_script block.
+type VRRPScript struct {
+	Pos      Pos           `json:"pos"`
+	Name     string        `json:"name"`
+	Script   *Script       `json:"script"`
+	Interval time.Duration `json:"interval"`
+	Timeout  time.Duration `json:"timeout"`
+	Weight   int           `json:"weight"`
+	Reverse  bool          `json:"reverse"`
+	Rise     int           `json:"rise"`
+	Fall     int           `json:"fall"`
+	InitFail bool          `json:"init_fail"`
+}
+
+// SyncGroup is a vrrp_sync_group: instances that change state together.
+type SyncGroup struct {
+	Pos             Pos              `json:"pos"`
+	Name            string           `json:"name"`
+	Members         []string         `json:"group"`
+	TrackInterfaces []TrackInterface `json:"track_interface,omitempty"`
+	TrackScripts    []TrackScript    `json:"track_script,omitempty"`
+	Notify          Notify           `json:"notify"`
+	// TrackingWeight (sync_group_tracking_weight, or the deprecated
+	// global_tracking) keeps members' tracking weights instead of zeroing them.
+	TrackingWeight bool `json:"sync_group_tracking_weight"`
+}
+
+// TrackInterface is one track_interface entry. Weight 0 means the instance
+// goes to FAULT while the interface is down.
+type TrackInterface struct {
+	Name    string `json:"name"`
+	Weight  int    `json:"weight"`
+	Reverse bool   `json:"reverse,omitempty"`
+}
+
+// TrackScript is one track_script entry; Weight is the script's own unless
+// given here.
+type TrackScript struct {
+	Name    string `json:"name"`
+	Weight  int    `json:"weight"`
+	Reverse bool   `json:"reverse,omitempty"`
+	pos     Pos
+}
+
+// Instance is a vrrp_instance.
+type Instance struct {
+	Pos       Pos    `json:"pos"`
+	Name      string `json:"name"`
+	State     string `json:"state"` // MASTER or BACKUP: the initial state
+	Interface string `json:"interface,omitempty"`
+	VRID      int    `json:"virtual_router_id"`
+	Priority  int    `json:"priority"`
+	// AdvertInt is whole seconds for VRRPv2, centiseconds for VRRPv3.
+	AdvertInt time.Duration `json:"advert_int"`
+	Version   int           `json:"version"`
+	// Family is inet or inet6, from the first virtual address.
+	Family       string        `json:"family"`
+	Preempt      bool          `json:"preempt"`
+	PreemptDelay time.Duration `json:"preempt_delay"`
+	Auth         *Auth         `json:"authentication,omitempty"`
+
+	VIPs         []VIP   `json:"virtual_ipaddress"`
+	ExcludedVIPs []VIP   `json:"virtual_ipaddress_excluded,omitempty"`
+	Routes       []Route `json:"virtual_routes,omitempty"`
+
+	MCastSrcIP         netip.Addr    `json:"mcast_src_ip,omitzero"`
+	MCastDstIP         netip.Addr    `json:"mcast_dst_ip,omitzero"`
+	UnicastSrcIP       netip.Addr    `json:"unicast_src_ip,omitzero"`
+	UnicastPeers       []UnicastPeer `json:"unicast_peer,omitempty"`
+	UnicastTTL         int           `json:"unicast_ttl"`
+	UnicastFaultNoPeer bool          `json:"unicast_fault_no_peer,omitempty"`
+	CheckUnicastSrc    bool          `json:"check_unicast_src"`
+	TrackSrcIP         bool          `json:"track_src_ip,omitempty"`
+
+	TrackInterfaces  []TrackInterface `json:"track_interface,omitempty"`
+	TrackScripts     []TrackScript    `json:"track_script,omitempty"`
+	DontTrackPrimary bool             `json:"dont_track_primary,omitempty"`
+
+	Notify               Notify       `json:"notify"`
+	Garp                 GarpSettings `json:"garp"`
+	Accept               bool         `json:"accept"`
+	Strict               bool         `json:"strict_mode"`
+	SkipCheckAdvAddr     bool         `json:"skip_check_adv_addr"`
+	LowerPrioNoAdvert    bool         `json:"lower_prio_no_advert"`
+	HigherPrioSendAdvert bool         `json:"higher_prio_send_advert"`
+	PromoteSecondaries   bool         `json:"promote_secondaries,omitempty"`
+	// SyncGroup is the vrrp_sync_group this instance belongs to, if any.
+	SyncGroup string `json:"sync_group,omitempty"`
+
+	set map[string]Pos // keywords given, for defaults that depend on them
+}
+
+// Auth is VRRPv2 authentication.
+type Auth struct {
+	Type string `json:"auth_type"` // PASS or AH
+	Pass string `json:"auth_pass"` // at most 8 bytes
+}
+
+// VIP is one virtual_ipaddress (or _excluded) line.
+type VIP struct {
+	Pos    Pos          `json:"pos"`
+	Prefix netip.Prefix `json:"address"` // the address with its prefix length
+	// Broadcast is the broadcast address, if given (brd ADDR, or "-"/"+"
+	// resolved against the prefix).
+	Broadcast     netip.Addr `json:"brd,omitzero"`
+	Dev           string     `json:"dev,omitempty"`
+	Scope         string     `json:"scope,omitempty"`
+	Label         string     `json:"label,omitempty"`
+	Peer          netip.Addr `json:"peer,omitzero"`
+	Home          bool       `json:"home,omitempty"`
+	NoDAD         bool       `json:"nodad,omitempty"`
+	MngTmpAddr    bool       `json:"mngtmpaddr,omitempty"`
+	NoPrefixRoute bool       `json:"noprefixroute,omitempty"`
+	AutoJoin      bool       `json:"autojoin,omitempty"`
+	NoTrack       bool       `json:"no_track,omitempty"`
+	// PreferredLft is in seconds; -1 is forever. IPv6 /128 defaults to 0
+	// (deprecated, so never chosen as a source), anything else to forever.
+	PreferredLft int `json:"preferred_lft"`
+}
+
+// Route is one virtual_routes line.
+type Route struct {
+	Pos      Pos          `json:"pos"`
+	Type     string       `json:"type,omitempty"` // unicast (default), blackhole, unreachable, prohibit, ...
+	Dst      netip.Prefix `json:"to"`
+	Src      netip.Addr   `json:"src,omitzero"`
+	Via      netip.Addr   `json:"via,omitzero"`
+	Or       netip.Addr   `json:"or,omitzero"`
+	Dev      string       `json:"dev,omitempty"`
+	Table    int          `json:"table,omitempty"`
+	Metric   int          `json:"metric,omitempty"`
+	Scope    string       `json:"scope,omitempty"`
+	Protocol string       `json:"protocol,omitempty"`
+	OnLink   bool         `json:"onlink,omitempty"`
+	NoTrack  bool         `json:"no_track,omitempty"`
+}
+
+// UnicastPeer is one unicast_peer entry.
+type UnicastPeer struct {
+	Addr   netip.Addr `json:"address"`
+	MinTTL int        `json:"min_ttl,omitempty"`
+	MaxTTL int        `json:"max_ttl,omitempty"`
+}
+
+// VirtualServerGroup is a virtual_server_group.
+type VirtualServerGroup struct {
+	Pos     Pos        `json:"pos"`
+	Name    string     `json:"name"`
+	Entries []VSGEntry `json:"entries"`
+}
+
+// VSGEntry is one line of a virtual_server_group: an address or range of
+// addresses (First to Last, inclusive) with a port, or a fwmark.
+type VSGEntry struct {
+	Pos    Pos        `json:"pos"`
+	First  netip.Addr `json:"first,omitzero"`
+	Last   netip.Addr `json:"last,omitzero"`
+	Port   uint16     `json:"port,omitempty"`
+	FWMark uint32     `json:"fwmark,omitempty"`
+	Family string     `json:"family,omitempty"`
+}
+
+// Method is an IPVS forwarding method (lvs_method / lb_kind).
+type Method struct {
+	Kind string `json:"kind"` // NAT, DR or TUN
+	// Tunnel options, for TUN only.
+	TunType string `json:"type,omitempty"` // ipip (default), gue or gre
+	TunPort uint16 `json:"port,omitempty"` // gue only
+	TunCsum string `json:"csum,omitempty"` // nocsum (default), csum or remcsum
+}
+
+// Persistence is a virtual server's persistence; nil when not persistent.
+type Persistence struct {
+	Timeout time.Duration `json:"timeout"`
+	// Granularity is the netmask (IPv4, dotted) or prefix length (IPv6) as
+	// written; empty for the kernel's default.
+	Granularity string `json:"granularity,omitempty"`
+	Engine      string `json:"engine,omitempty"`
+}
+
+// VirtualServer is a virtual_server: exactly one of Addr (with Protocol),
+// FWMark or Group identifies it.
+type VirtualServer struct {
+	Pos      Pos            `json:"pos"`
+	Addr     netip.AddrPort `json:"address,omitzero"`
+	FWMark   uint32         `json:"fwmark,omitempty"`
+	Group    string         `json:"group,omitempty"`
+	Family   string         `json:"family"`
+	Protocol string         `json:"protocol,omitempty"` // TCP, UDP or SCTP
+
+	Scheduler   string       `json:"lvs_sched"`
+	SchedFlags  []string     `json:"sched_flags,omitempty"` // flag-1..3, sh-port, sh-fallback, mh-port, mh-fallback
+	Method      Method       `json:"lvs_method"`
+	Persistence *Persistence `json:"persistence,omitempty"`
+	OPS         bool         `json:"ops,omitempty"`
+	HASuspend   bool         `json:"ha_suspend,omitempty"`
+	VirtualHost string       `json:"virtualhost,omitempty"`
+
+	Alpha            bool    `json:"alpha"`
+	Omega            bool    `json:"omega"`
+	Quorum           uint32  `json:"quorum"`
+	Hysteresis       uint32  `json:"hysteresis"`
+	QuorumUp         *Script `json:"quorum_up,omitempty"`
+	QuorumDown       *Script `json:"quorum_down,omitempty"`
+	InhibitOnFailure bool    `json:"inhibit_on_failure"`
+	SorryServer      *Sorry  `json:"sorry_server,omitempty"`
+
+	// DelayLoop and ConnectTimeout are the defaults for the real servers'
+	// checkers (each checker has its resolved values).
+	DelayLoop      time.Duration `json:"delay_loop"`
+	ConnectTimeout time.Duration `json:"connect_timeout"`
+
+	RealServers []*RealServer `json:"real_servers"`
+
+	timing timing
+	weight int
+	set    map[string]Pos
+}
+
+// Sorry is the sorry_server, used while quorum is lost.
+type Sorry struct {
+	Addr    netip.AddrPort `json:"address"`
+	Method  Method         `json:"lvs_method"`
+	Inhibit bool           `json:"sorry_server_inhibit"`
+}
+
+// RealServer is a real_server.
+type RealServer struct {
+	Pos              Pos            `json:"pos"`
+	Addr             netip.AddrPort `json:"address"`
+	Weight           int            `json:"weight"`
+	Method           Method         `json:"lvs_method"`
+	UThreshold       uint32         `json:"uthreshold,omitempty"`
+	LThreshold       uint32         `json:"lthreshold,omitempty"`
+	InhibitOnFailure bool           `json:"inhibit_on_failure"`
+	Alpha            bool           `json:"alpha"`
+	NotifyUp         *Script        `json:"notify_up,omitempty"`
+	NotifyDown       *Script        `json:"notify_down,omitempty"`
+	VirtualHost      string         `json:"virtualhost,omitempty"`
+	Checkers         []*Checker     `json:"checkers,omitempty"`
+
+	timing timing
+	set    map[string]Pos
+}
+
+// Checker is one health check of a real server, with every timing resolved
+// (checker, else real server, else virtual server, else keepalived's
+// default for the checker's type).
+type Checker struct {
+	Pos  Pos    `json:"pos"`
+	Type string `json:"type"` // HTTP_GET, SSL_GET, TCP_CHECK or MISC_CHECK
+
+	ConnectIP   netip.Addr `json:"connect_ip,omitzero"`
+	ConnectPort uint16     `json:"connect_port,omitempty"`
+	BindTo      netip.Addr `json:"bindto,omitzero"`
+	BindPort    uint16     `json:"bind_port,omitempty"`
+	BindIf      string     `json:"bind_if,omitempty"`
+	FWMark      uint32     `json:"fwmark,omitempty"`
+
+	ConnectTimeout   time.Duration `json:"connect_timeout"`
+	DelayLoop        time.Duration `json:"delay_loop"`
+	DelayBeforeRetry time.Duration `json:"delay_before_retry"`
+	Warmup           time.Duration `json:"warmup"`
+	Retry            int           `json:"retry"`
+	Alpha            bool          `json:"alpha"`
+	LogAllFailures   bool          `json:"log_all_failures,omitempty"`
+
+	HTTP *HTTPCheck `json:"http,omitempty"`
+	Misc *MiscCheck `json:"misc,omitempty"`
+
+	timing timing
+	alpha  *bool
+}
+
+// HTTPCheck holds what HTTP_GET and SSL_GET add.
+type HTTPCheck struct {
+	URLs []*URL `json:"url"`
+	// VirtualHost is the Host header (and SNI name) unless a URL sets its own.
+	VirtualHost  string `json:"virtualhost,omitempty"`
+	HTTPProtocol string `json:"http_protocol"` // 1.0, 1.0C or 1.1
+	EnableSNI    bool   `json:"enable_sni,omitempty"`
+	FastRecovery bool   `json:"fast_recovery,omitempty"`
+}
+
+// URL is one url block of an HTTP check.
+type URL struct {
+	Pos  Pos    `json:"pos"`
+	Path string `json:"path"`
+	// Digest is the MD5 of the body, lower-case hex, as keepalived's genhash
+	// prints it; empty for none.
+	Digest      string        `json:"digest,omitempty"`
+	StatusCodes []StatusRange `json:"status_code"`
+	VirtualHost string        `json:"virtualhost,omitempty"`
+}
+
+// StatusRange is an inclusive range of HTTP status codes.
+type StatusRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// Contains reports whether code falls in the range.
+func (r StatusRange) Contains(code int) bool { return code >= r.Min && code <= r.Max }
+
+// MiscCheck holds what MISC_CHECK adds.
+type MiscCheck struct {
+	Script *Script `json:"misc_path"`
+	// Timeout defaults to the virtual server's delay_loop.
+	Timeout time.Duration `json:"misc_timeout"`
+	// Dynamic sets the weight from the exit code (2..255 → code-2).
+	Dynamic bool `json:"misc_dynamic"`
+}
+
+// timing holds the inherited check timings as written at one level; a
+// negative value (or retry < 0) means not given there.
+type timing struct {
+	delayLoop, connectTimeout, delayBeforeRetry, warmup time.Duration
+	retry                                               int
+}
+
+func unsetTiming() timing {
+	return timing{delayLoop: -1, connectTimeout: -1, delayBeforeRetry: -1, warmup: -1, retry: -1}
+}

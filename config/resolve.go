@@ -1,0 +1,376 @@
+package config
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+)
+
+func defaultGlobal(hostname string) Global {
+	return Global{
+		RouterID:    hostname,
+		VRRPVersion: 2,
+		MCastGroup4: netip.AddrFrom4([4]byte{224, 0, 0, 18}),
+		MCastGroup6: netip.MustParseAddr("ff02::12"),
+		Garp: GarpSettings{MasterDelay: 5 * time.Second, MasterRepeat: 5, LowerPrioDelay: -1,
+			LowerPrioRepeat: -1, MasterRefreshRepeat: 1},
+	}
+}
+
+// resolve applies keepalived's defaults and inheritance: global_defs into
+// instances, virtual server into real servers into checkers.
+func (d *decoder) resolve() {
+	g := &d.cfg.Global
+	if g.Garp.LowerPrioDelay < 0 {
+		g.Garp.LowerPrioDelay = g.Garp.MasterDelay
+	}
+	if g.Garp.LowerPrioRepeat < 0 {
+		g.Garp.LowerPrioRepeat = g.Garp.MasterRepeat
+	}
+	if _, ok := g.set["vrrp_lower_prio_no_advert"]; !ok && g.Strict {
+		g.LowerPrioNoAdvert = true
+	}
+	for _, in := range d.cfg.Instances {
+		d.resolveInstance(in)
+	}
+	d.resolveTracking()
+	if sd := g.SyncDaemon; sd != nil && sd.SyncID < 0 {
+		sd.SyncID = 0
+		for _, in := range d.cfg.Instances {
+			if in.Name == sd.Instance {
+				sd.SyncID = in.VRID
+			}
+		}
+	}
+	for _, vs := range d.cfg.VirtualServers {
+		d.resolveVS(vs)
+	}
+}
+
+func (d *decoder) resolveInstance(in *Instance) {
+	g := &d.cfg.Global
+	// The family is the first virtual address's.
+	switch {
+	case len(in.VIPs) > 0:
+		in.Family = family(in.VIPs[0].Prefix.Addr())
+	case in.set["native_ipv6"] != Pos{}:
+		in.Family = "inet6"
+	case in.UnicastSrcIP.IsValid():
+		in.Family = family(in.UnicastSrcIP)
+	case len(in.UnicastPeers) > 0:
+		in.Family = family(in.UnicastPeers[0].Addr)
+	default:
+		in.Family = "inet"
+	}
+	if in.Version < 0 {
+		in.Version = g.VRRPVersion
+	}
+	if in.Family == "inet6" && in.Version == 2 {
+		d.rep.warnf(in.Pos, "vrrp_instance", "%s: IPv6 needs VRRPv3; version 3 is used", in.Name)
+		in.Version = 3
+	}
+	if in.Priority < 0 {
+		in.Priority = 100
+		if _, ok := in.set["state"]; ok && in.State == "MASTER" {
+			in.Priority = 255
+			d.rep.warnf(in.Pos, "vrrp_instance", "%s: state MASTER without a priority: priority 255 (address owner), as keepalived does", in.Name)
+		}
+	}
+	// advert_int: whole seconds in VRRPv2, centiseconds up to 40.95 s in v3.
+	if in.Version == 2 {
+		r := in.AdvertInt.Round(time.Second)
+		if r < time.Second {
+			r = time.Second
+		}
+		if r != in.AdvertInt {
+			d.rep.warnf(posOf(in.set, "advert_int", in.Pos), "advert_int", "VRRPv2 counts whole seconds: %s read as %s", seconds(in.AdvertInt), seconds(r))
+			in.AdvertInt = r
+		}
+	} else {
+		r := in.AdvertInt.Round(10 * time.Millisecond)
+		if r != in.AdvertInt {
+			d.rep.warnf(posOf(in.set, "advert_int", in.Pos), "advert_int", "VRRPv3 counts centiseconds: %s read as %s", seconds(in.AdvertInt), seconds(r))
+			in.AdvertInt = r
+		}
+		if in.AdvertInt > 4095*10*time.Millisecond {
+			d.rep.errorf(posOf(in.set, "advert_int", in.Pos), "advert_int", "VRRPv3 allows at most 40.95 seconds, not %s", seconds(in.AdvertInt))
+		}
+	}
+	if in.Auth != nil {
+		switch {
+		case in.Version == 3:
+			d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "VRRPv3 has no authentication: ignored, as keepalived does")
+			in.Auth = nil
+		case in.Auth.Type == "AH" && in.Family == "inet6":
+			d.rep.errorf(posOf(in.set, "authentication", in.Pos), "authentication", "AH is not available with IPv6")
+		}
+	}
+	def := func(v *time.Duration, global time.Duration) {
+		if *v < 0 {
+			*v = global
+		}
+	}
+	defi := func(v *int, global int) {
+		if *v < 0 {
+			*v = global
+		}
+	}
+	def(&in.Garp.MasterDelay, g.Garp.MasterDelay)
+	defi(&in.Garp.MasterRepeat, g.Garp.MasterRepeat)
+	def(&in.Garp.LowerPrioDelay, g.Garp.LowerPrioDelay)
+	defi(&in.Garp.LowerPrioRepeat, g.Garp.LowerPrioRepeat)
+	def(&in.Garp.MasterRefresh, g.Garp.MasterRefresh)
+	defi(&in.Garp.MasterRefreshRepeat, g.Garp.MasterRefreshRepeat)
+	if _, ok := in.set["strict_mode"]; !ok {
+		in.Strict = g.Strict
+	}
+	if _, ok := in.set["accept"]; !ok {
+		in.Accept = !in.Strict || in.Priority == 255
+	}
+	if _, ok := in.set["skip_check_adv_addr"]; !ok {
+		in.SkipCheckAdvAddr = g.SkipCheckAdvAddr
+	}
+	if _, ok := in.set["lower_prio_no_advert"]; !ok {
+		in.LowerPrioNoAdvert = g.LowerPrioNoAdvert || in.Strict
+	}
+	if _, ok := in.set["higher_prio_send_advert"]; !ok {
+		in.HigherPrioSendAdvert = g.HigherPrioSendAdvert
+	}
+	if _, ok := in.set["check_unicast_src"]; !ok {
+		in.CheckUnicastSrc = g.CheckUnicastSrc
+	}
+	for _, p := range in.UnicastPeers {
+		if p.MinTTL > 0 || p.MaxTTL > 0 {
+			in.CheckUnicastSrc = true
+		}
+	}
+	if in.State == "MASTER" {
+		if pos, ok := in.set["nopreempt"]; ok {
+			d.rep.warnf(pos, "nopreempt", "has no effect with state MASTER: the instance starts as master anyway")
+		}
+		if pos, ok := in.set["preempt_delay"]; ok {
+			d.rep.warnf(pos, "preempt_delay", "has no effect with state MASTER")
+		}
+	}
+	for k, pos := range in.set {
+		if iface, ok := strings.CutPrefix(k, "lvs_sync_daemon_interface="); ok {
+			if g.SyncDaemon == nil {
+				d.rep.warnf(pos, "lvs_sync_daemon_interface", "deprecated: read as global_defs lvs_sync_daemon %s %s", iface, in.Name)
+				g.SyncDaemon = &SyncDaemon{Pos: pos, Interface: iface, Instance: in.Name, SyncID: -1, Port: 8848,
+					Group: netip.AddrFrom4([4]byte{224, 0, 0, 81})}
+			} else {
+				d.rep.warnf(pos, "lvs_sync_daemon_interface", "ignored: global_defs sets lvs_sync_daemon")
+			}
+		}
+	}
+}
+
+func posOf(set map[string]Pos, kw string, def Pos) Pos {
+	if p, ok := set[kw]; ok {
+		return p
+	}
+	return def
+}
+
+// resolveTracking fills track_script weights from the scripts, records sync
+// group membership, and zeroes members' tracking weights as keepalived does
+// unless the group keeps them.
+func (d *decoder) resolveTracking() {
+	scripts := map[string]*VRRPScript{}
+	for _, s := range d.cfg.Scripts {
+		scripts[s.Name] = s
+	}
+	fill := func(ts []TrackScript) {
+		for i := range ts {
+			if s, ok := scripts[ts[i].Name]; ok && ts[i].Weight == noWeight {
+				ts[i].Weight = s.Weight
+				ts[i].Reverse = ts[i].Reverse || s.Reverse
+			}
+		}
+	}
+	for _, in := range d.cfg.Instances {
+		fill(in.TrackScripts)
+	}
+	for _, g := range d.cfg.SyncGroups {
+		fill(g.TrackScripts)
+	}
+	byName := map[string]*Instance{}
+	for _, in := range d.cfg.Instances {
+		byName[in.Name] = in
+	}
+	for _, g := range d.cfg.SyncGroups {
+		for _, m := range g.Members {
+			in, ok := byName[m]
+			if !ok || in.SyncGroup != "" {
+				continue // reported by validate
+			}
+			in.SyncGroup = g.Name
+			if g.TrackingWeight {
+				continue
+			}
+			zeroed := false
+			for i := range in.TrackScripts {
+				if in.TrackScripts[i].Weight != 0 && in.TrackScripts[i].Weight != noWeight {
+					in.TrackScripts[i].Weight = 0
+					zeroed = true
+				}
+			}
+			for i := range in.TrackInterfaces {
+				if in.TrackInterfaces[i].Weight != 0 {
+					in.TrackInterfaces[i].Weight = 0
+					zeroed = true
+				}
+			}
+			if zeroed {
+				d.rep.warnf(in.Pos, "vrrp_instance", "%s is in sync group %s: its tracking weights are set to 0, as keepalived does (set sync_group_tracking_weight to keep them)", in.Name, g.Name)
+			}
+		}
+	}
+}
+
+// Default check timings by checker type, as keepalived has them.
+func checkerDefaults(typ string) (retry int, delayBeforeRetry time.Duration) {
+	switch typ {
+	case "HTTP_GET", "SSL_GET":
+		return 1, 3 * time.Second
+	case "MISC_CHECK":
+		return 0, time.Second
+	}
+	return 1, time.Second
+}
+
+func (d *decoder) resolveVS(vs *VirtualServer) {
+	if vs.Scheduler == "" {
+		vs.Scheduler = "wlc"
+	}
+	if vs.Method.Kind == "" {
+		vs.Method = Method{Kind: "NAT"}
+	}
+	if vs.FWMark != 0 {
+		if pos, ok := vs.set["protocol"]; ok {
+			d.rep.warnf(pos, "protocol", "ignored for a fwmark virtual server")
+			vs.Protocol = ""
+		}
+	} else if vs.Protocol == "" {
+		vs.Protocol = "UDP"
+		d.rep.warnf(vs.Pos, "virtual_server", "no protocol set: UDP, as keepalived defaults (write protocol TCP for a TCP service)")
+	}
+	if vs.OPS && vs.Protocol != "UDP" && vs.FWMark == 0 {
+		d.rep.warnf(vs.Pos, "ops", "one-packet scheduling needs protocol UDP: ignored")
+		vs.OPS = false
+	}
+	var kept []string
+	for _, f := range vs.SchedFlags {
+		if (strings.HasPrefix(f, "sh-") && vs.Scheduler != "sh") || (strings.HasPrefix(f, "mh-") && vs.Scheduler != "mh") {
+			d.rep.warnf(vs.set[f], f, "applies only to the %s scheduler, not %s: ignored", f[:2], vs.Scheduler)
+			continue
+		}
+		kept = append(kept, f)
+	}
+	vs.SchedFlags = kept
+	if vs.Addr.IsValid() && vs.Addr.Port() == 0 && vs.Persistence == nil {
+		d.rep.warnf(vs.Pos, "virtual_server", "a virtual server without a port must be persistent: persistence_timeout 360, as keepalived sets")
+		vs.persistence()
+	}
+	if vs.Persistence != nil && vs.Persistence.Granularity != "" {
+		g := vs.Persistence.Granularity
+		if fam := vs.familyGuess(); (fam == "inet" && !strings.Contains(g, ".")) || (fam == "inet6" && strings.Contains(g, ".")) {
+			d.rep.errorf(vs.Pos, "persistence_granularity", "%s does not suit an %s service", g, fam)
+		}
+	}
+	t := vs.timing
+	vs.DelayLoop = pick(t.delayLoop, 60*time.Second)
+	vs.ConnectTimeout = pick(t.connectTimeout, 5*time.Second)
+	if vs.SorryServer != nil && vs.SorryServer.Method.Kind == "" {
+		vs.SorryServer.Method = vs.Method
+	}
+	var total int64
+	for _, rs := range vs.RealServers {
+		d.resolveRS(vs, rs)
+		total += int64(rs.Weight)
+	}
+	if vs.Family == "" {
+		vs.Family = vs.familyGuess()
+	}
+	if vs.Hysteresis >= vs.Quorum {
+		d.rep.warnf(vs.Pos, "hysteresis", "%d is not less than quorum %d: %d used, as keepalived does", vs.Hysteresis, vs.Quorum, vs.Quorum-1)
+		vs.Hysteresis = vs.Quorum - 1
+	}
+	if len(vs.RealServers) > 0 && int64(vs.Quorum) > total {
+		d.rep.warnf(vs.Pos, "quorum", "%d is more than the real servers' total weight %d: quorum can never be reached", vs.Quorum, total)
+	}
+}
+
+// familyGuess is the virtual server's family, or for fwmark and group
+// services that of its first non-tunnelled real server, else inet.
+func (vs *VirtualServer) familyGuess() string {
+	if vs.Family != "" {
+		return vs.Family
+	}
+	for _, rs := range vs.RealServers {
+		if rs.Method.Kind != "TUN" {
+			return family(rs.Addr.Addr())
+		}
+	}
+	return "inet"
+}
+
+func pick(v, def time.Duration) time.Duration {
+	if v >= 0 {
+		return v
+	}
+	return def
+}
+
+func pickInt(vals ...int) int {
+	for _, v := range vals {
+		if v >= 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
+	if rs.Weight < 0 {
+		rs.Weight = vs.weight
+	}
+	if rs.Method.Kind == "" {
+		rs.Method = vs.Method
+	}
+	if _, ok := rs.set["inhibit_on_failure"]; !ok {
+		rs.InhibitOnFailure = vs.InhibitOnFailure
+	}
+	if _, ok := rs.set["alpha"]; !ok {
+		rs.Alpha = vs.Alpha
+	}
+	if rs.Addr.Port() == 0 && vs.Addr.Port() != 0 {
+		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
+	}
+	if rs.Method.Kind != "NAT" && vs.Addr.IsValid() && rs.Addr.Port() != vs.Addr.Port() {
+		d.rep.warnf(rs.Pos, "real_server", "%s cannot change the port: connections reach port %d, not %d", rs.Method.Kind, vs.Addr.Port(), rs.Addr.Port())
+	}
+	vt, rt := vs.timing, rs.timing
+	for _, c := range rs.Checkers {
+		ct := c.timing
+		retry, dbr := checkerDefaults(c.Type)
+		c.DelayLoop = pick(ct.delayLoop, pick(rt.delayLoop, vs.DelayLoop))
+		c.ConnectTimeout = pick(ct.connectTimeout, pick(rt.connectTimeout, vs.ConnectTimeout))
+		c.Retry = pickInt(ct.retry, rt.retry, vt.retry, retry)
+		c.DelayBeforeRetry = pick(ct.delayBeforeRetry, pick(rt.delayBeforeRetry, pick(vt.delayBeforeRetry, dbr)))
+		c.Warmup = pick(ct.warmup, pick(rt.warmup, pick(vt.warmup, c.DelayLoop)))
+		c.Alpha = rs.Alpha
+		if c.alpha != nil {
+			c.Alpha = *c.alpha
+		}
+		if c.HTTP != nil && c.HTTP.VirtualHost == "" {
+			c.HTTP.VirtualHost = rs.VirtualHost
+			if c.HTTP.VirtualHost == "" {
+				c.HTTP.VirtualHost = vs.VirtualHost
+			}
+		}
+		if c.Misc != nil && c.Misc.Timeout == 0 {
+			c.Misc.Timeout = vs.DelayLoop
+		}
+	}
+}
