@@ -381,3 +381,15 @@ func init() {
 }
 
 func keywordHome(kw string) string { return homes()[kw] }
+
+// hasChild reports whether n holds keyword kw, valid or not: a keyword given
+// with a bad value has been reported already and must not also be reported
+// as missing.
+func hasChild(n *Node, kw string) bool {
+	for _, c := range n.Children {
+		if c.Keyword == kw {
+			return true
+		}
+	}
+	return false
+}

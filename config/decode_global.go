@@ -27,6 +27,7 @@ func (d *decoder) oldSyncGroupMembers(n *Node, g *SyncGroup) {
 		}
 		d.rep.warnf(c.Pos, c.Keyword, "an instance named straight inside vrrp_sync_group is an old form: read as group { %s }", c.Keyword)
 		g.Members = append(g.Members, c.Keyword)
+		g.memberPos = append(g.memberPos, c.Pos)
 	}
 	n.Children = kept
 }
@@ -52,8 +53,10 @@ var topBlock = &block[Config]{
 			if name, ok := d.named(n); ok {
 				s := &VRRPScript{Pos: n.Pos, Name: name, Interval: time.Second, Timeout: -1, Rise: 1, Fall: 1}
 				walk(d, n, scriptBlock, s)
-				if s.Script == nil {
-					d.rep.errorf(n.Pos, n.Keyword, "%s has no script", name)
+				if s.Script == nil || s.Script.Command == "" {
+					if !hasChild(n, "script") {
+						d.rep.errorf(n.Pos, n.Keyword, "%s has no script", name)
+					}
 					return
 				}
 				if s.Timeout < 0 {
@@ -74,12 +77,15 @@ var topBlock = &block[Config]{
 			if name, ok := d.named(n); ok {
 				in := newInstance(n.Pos, name)
 				walk(d, n, instanceBlock, in)
+				if hasChild(n, "virtual_router_id") {
+					markSet(&in.set, &Node{Keyword: "virtual_router_id"})
+				}
 				c.Instances = append(c.Instances, in)
 			}
 		},
 		"virtual_server_group": func(d *decoder, n *Node, c *Config) {
 			if name, ok := d.named(n); ok {
-				g := &VirtualServerGroup{Pos: n.Pos, Name: name}
+				g := &VirtualServerGroup{Pos: n.Pos, Name: name, written: len(n.Children)}
 				d.lines(n, func(e *Node) {
 					if entry, ok := d.vsgEntry(e); ok {
 						g.Entries = append(g.Entries, entry)

@@ -426,10 +426,14 @@ func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer
 		walk(d, n, b, c)
 		switch {
 		case c.HTTP != nil && len(c.HTTP.URLs) == 0:
-			d.rep.errorf(n.Pos, n.Keyword, "has no url: it would check nothing")
+			if !hasChild(n, "url") {
+				d.rep.errorf(n.Pos, n.Keyword, "has no url: it would check nothing")
+			}
 			return
-		case c.Misc != nil && c.Misc.Script == nil:
-			d.rep.errorf(n.Pos, n.Keyword, "has no misc_path")
+		case c.Misc != nil && (c.Misc.Script == nil || c.Misc.Script.Command == ""):
+			if !hasChild(n, "misc_path") {
+				d.rep.errorf(n.Pos, n.Keyword, "has no misc_path")
+			}
 			return
 		}
 		rs.Checkers = append(rs.Checkers, c)

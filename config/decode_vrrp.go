@@ -80,6 +80,7 @@ var instanceBlock = &block[Instance]{
 		"preempt": func(d *decoder, n *Node, in *Instance) {
 			if d.noBlock(n) && d.want(n, 0, 0) {
 				in.Preempt = true
+				delete(in.set, "nopreempt")
 			}
 		},
 		"preempt_delay": func(d *decoder, n *Node, in *Instance) {
@@ -129,7 +130,10 @@ var instanceBlock = &block[Instance]{
 			})
 		},
 		"mcast_src_ip":   func(d *decoder, n *Node, in *Instance) { in.MCastSrcIP, _ = d.addr(n) },
-		"unicast_src_ip": func(d *decoder, n *Node, in *Instance) { in.UnicastSrcIP, _ = d.addr(n) },
+		"unicast_src_ip": func(d *decoder, n *Node, in *Instance) {
+			in.UnicastSrcIP, _ = d.addr(n)
+			markSet(&in.set, n)
+		},
 		"mcast_dst_ip": func(d *decoder, n *Node, in *Instance) {
 			if a, ok := d.addr(n); ok {
 				if !a.IsMulticast() {
@@ -357,6 +361,7 @@ var syncGroupBlock = &block[SyncGroup]{
 			d.lines(n, func(c *Node) {
 				d.want(c, 0, 0)
 				g.Members = append(g.Members, c.Keyword)
+				g.memberPos = append(g.memberPos, c.Pos)
 			})
 		},
 		"track_interface": func(d *decoder, n *Node, g *SyncGroup) {
@@ -470,7 +475,7 @@ func (d *decoder) unicastPeer(c *Node) (UnicastPeer, bool) {
 		d.rep.errorf(c.Pos, c.Keyword, "unicast_peer: %q is not an IP address", c.Keyword)
 		return UnicastPeer{}, false
 	}
-	p := UnicastPeer{Addr: a}
+	p := UnicastPeer{Addr: a, pos: c.Pos}
 	for i := 0; i < len(c.Args); i += 2 {
 		if i+1 >= len(c.Args) {
 			d.rep.errorf(c.Pos, c.Keyword, "%s needs a value", c.Args[i])

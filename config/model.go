@@ -145,6 +145,8 @@ type SyncGroup struct {
 	// TrackingWeight (sync_group_tracking_weight, or the deprecated
 	// global_tracking) keeps members' tracking weights instead of zeroing them.
 	TrackingWeight bool `json:"sync_group_tracking_weight"`
+
+	memberPos []Pos // where each member is named
 }
 
 // TrackInterface is one track_interface entry. Weight 0 means the instance
@@ -262,6 +264,7 @@ type UnicastPeer struct {
 	Addr   netip.Addr `json:"address"`
 	MinTTL int        `json:"min_ttl,omitempty"`
 	MaxTTL int        `json:"max_ttl,omitempty"`
+	pos    Pos
 }
 
 // VirtualServerGroup is a virtual_server_group.
@@ -269,6 +272,8 @@ type VirtualServerGroup struct {
 	Pos     Pos        `json:"pos"`
 	Name    string     `json:"name"`
 	Entries []VSGEntry `json:"entries"`
+
+	written int // entries written, valid or not
 }
 
 // VSGEntry is one line of a virtual_server_group: an address or range of

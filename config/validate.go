@@ -50,7 +50,7 @@ func (d *decoder) validateVRRP() {
 	vrids := map[vridKey]*Instance{}
 	vips := map[netip.Addr]vipOwner{}
 	for _, in := range cfg.Instances {
-		if in.VRID == 0 {
+		if _, given := in.set["virtual_router_id"]; !given {
 			d.rep.errorf(in.Pos, "vrrp_instance", "%s has no virtual_router_id", in.Name)
 		}
 		unicast := len(in.UnicastPeers) > 0
@@ -65,11 +65,11 @@ func (d *decoder) validateVRRP() {
 		in.VIPs = d.uniqueVIPs(in, in.VIPs, vips)
 		in.ExcludedVIPs = d.uniqueVIPs(in, in.ExcludedVIPs, vips)
 		if in.UnicastSrcIP.IsValid() && family(in.UnicastSrcIP) != in.Family {
-			d.rep.errorf(in.Pos, "unicast_src_ip", "%s is not an %s address like %s's virtual addresses", in.UnicastSrcIP, in.Family, in.Name)
+			d.rep.errorf(posOf(in.set, "unicast_src_ip", in.Pos), "unicast_src_ip", "%s is not an %s address like %s's virtual addresses", in.UnicastSrcIP, in.Family, in.Name)
 		}
 		for _, p := range in.UnicastPeers {
 			if family(p.Addr) != in.Family {
-				d.rep.errorf(in.Pos, "unicast_peer", "%s is not an %s address like %s's virtual addresses", p.Addr, in.Family, in.Name)
+				d.rep.errorf(p.pos, "unicast_peer", "%s is not an %s address like %s's virtual addresses", p.Addr, in.Family, in.Name)
 			}
 		}
 		if in.Priority == 255 && in.State != "MASTER" {
@@ -97,13 +97,13 @@ func (d *decoder) validateVRRP() {
 		} else if len(g.Members) == 1 {
 			d.rep.warnf(g.Pos, "vrrp_sync_group", "%s has only one instance", g.Name)
 		}
-		for _, m := range g.Members {
+		for i, m := range g.Members {
 			if _, ok := instances[m]; !ok {
-				d.rep.errorf(g.Pos, "vrrp_sync_group", "%s: no vrrp_instance %s is defined%s", g.Name, m, didYouMean(m, keys(instances)))
+				d.rep.errorf(g.memberPos[i], "vrrp_sync_group", "%s: no vrrp_instance %s is defined%s", g.Name, m, didYouMean(m, keys(instances)))
 				continue
 			}
 			if prev, ok := member[m]; ok {
-				d.rep.errorf(g.Pos, "vrrp_sync_group", "%s: instance %s is already in sync group %s", g.Name, m, prev.Name)
+				d.rep.errorf(g.memberPos[i], "vrrp_sync_group", "%s: instance %s is already in sync group %s", g.Name, m, prev.Name)
 				continue
 			}
 			member[m] = g
@@ -165,7 +165,7 @@ func (d *decoder) validateLVS() {
 	cfg := d.cfg
 	groups := unique(d, "virtual_server_group", cfg.VirtualServerGroups, func(g *VirtualServerGroup) (string, Pos) { return g.Name, g.Pos })
 	for _, g := range cfg.VirtualServerGroups {
-		if len(g.Entries) == 0 {
+		if g.written == 0 {
 			d.rep.errorf(g.Pos, "virtual_server_group", "%s is empty", g.Name)
 		}
 	}

@@ -1,0 +1,97 @@
+package config
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// golden compares got with the file, or rewrites the file under -update.
+func golden(t *testing.T, file, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test ./config -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test ./config -update rewrites it after review):\n%s", file, lineDiff(string(want), got))
+	}
+}
+
+// lineDiff shows the lines that differ, with their numbers.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < max(len(w), len(g)); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("line " + itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
+		}
+	}
+	return b.String()
+}
+
+func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + jsonNumber(i)) }
+
+func jsonNumber(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestEveryKeyword reads a configuration that uses every supported keyword
+// and compares the resolved model and the diagnostics with golden files.
+func TestEveryKeyword(t *testing.T) {
+	cfg, diags := Load("testdata/every_keyword.conf", Options{Hostname: "testhost"})
+	if diags.HasErrors() {
+		t.Fatalf("errors:\n%s", diags)
+	}
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/every_keyword.json", string(out)+"\n")
+	golden(t, "testdata/every_keyword.diag", diags.String())
+}
+
+// TestEveryKeywordIsCovered fails when a keyword is added to a block table
+// without being added to testdata/every_keyword.conf.
+func TestEveryKeywordIsCovered(t *testing.T) {
+	text, err := os.ReadFile("testdata/every_keyword.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := map[string]bool{}
+	for _, w := range regexp.MustCompile(`[^\s{}"]+`).FindAllString(string(text), -1) {
+		words[w] = true
+	}
+	type supported interface{ supportedNames() []string }
+	for _, b := range allBlocks() {
+		for _, k := range b.(supported).supportedNames() {
+			if !words[k] {
+				t.Errorf("%s keyword %s is not used in testdata/every_keyword.conf", b.blockName(), k)
+			}
+		}
+	}
+}
+
+func (b *block[T]) supportedNames() []string {
+	var out []string
+	for k := range b.keys {
+		out = append(out, k)
+	}
+	return out
+}
