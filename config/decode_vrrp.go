@@ -129,7 +129,7 @@ var instanceBlock = &block[Instance]{
 				}
 			})
 		},
-		"mcast_src_ip":   func(d *decoder, n *Node, in *Instance) { in.MCastSrcIP, _ = d.addr(n) },
+		"mcast_src_ip": func(d *decoder, n *Node, in *Instance) { in.MCastSrcIP, _ = d.addr(n) },
 		"unicast_src_ip": func(d *decoder, n *Node, in *Instance) {
 			in.UnicastSrcIP, _ = d.addr(n)
 			markSet(&in.set, n)
