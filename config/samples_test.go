@@ -1,0 +1,86 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// samplesDir holds the sample configurations of Debian's keepalived package
+// (apt-get install keepalived; .ci/run installs it).
+const samplesDir = "/usr/share/doc/keepalived/samples"
+
+// TestKeepalivedSamples reads every sample configuration keepalived ships:
+// none may have an error, and the keywords reported as not supported must be
+// exactly those listed here, so that a change in what directord supports is
+// a deliberate change to this list.
+func TestKeepalivedSamples(t *testing.T) {
+	unsupported := map[string]string{
+		"keepalived.conf.HTTP_GET.port":         "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.IPv6":                  "SMTP_CHECK",
+		"keepalived.conf.PING_CHECK":            "PING_CHECK notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.SMTP_CHECK":            "SMTP_CHECK notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.SSL_GET":               "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.UDP_CHECK":             "UDP_CHECK notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.conditional_conf":      "net_namespace use_vmac",
+		"keepalived.conf.fwmark":                "",
+		"keepalived.conf.inhibit":               "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.misc_check":            "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.misc_check_arg":        "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.quorum":                "",
+		"keepalived.conf.sample":                "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.status_code":           "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.track_interface":       "static_routes",
+		"keepalived.conf.virtual_server_group":  "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.virtualhost":           "notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.vrrp":                  "notification_email notification_email_from smtp_alert smtp_connect_timeout smtp_server",
+		"keepalived.conf.vrrp.localcheck":       "",
+		"keepalived.conf.vrrp.lvs_syncd":        "",
+		"keepalived.conf.vrrp.routes":           "static_routes",
+		"keepalived.conf.vrrp.rules":            "static_rules virtual_rules",
+		"keepalived.conf.vrrp.scripts":          "smtp_alert",
+		"keepalived.conf.vrrp.static_ipaddress": "static_ipaddress",
+		"keepalived.conf.vrrp.sync":             "",
+	}
+	files, err := filepath.Glob(filepath.Join(samplesDir, "keepalived.conf.*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples in %s: install Debian's keepalived package (apt-get install keepalived)", samplesDir)
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			want, ok := unsupported[name]
+			if !ok {
+				t.Fatalf("a new sample: add it to the list with the keywords it reports as not supported")
+			}
+			// The conditional sample says to run with -i high or -i low.
+			_, diags := Load(f, Options{ConfigID: "high", Hostname: "testhost"})
+			if diags.HasErrors() {
+				t.Fatalf("errors:\n%s", diags.Errors())
+			}
+			seen := map[string]bool{}
+			for _, d := range diags {
+				if d.Unsupported {
+					seen[d.Keyword] = true
+				}
+			}
+			var got []string
+			for k := range seen {
+				got = append(got, k)
+			}
+			sort.Strings(got)
+			if g := strings.Join(got, " "); g != want {
+				t.Errorf("not supported:\ngot:  %s\nwant: %s\nall diagnostics:\n%s", g, want, diags)
+			}
+		})
+	}
+	if len(files) != len(unsupported) {
+		t.Errorf("%d samples listed, %d found in %s", len(unsupported), len(files), samplesDir)
+	}
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(m.Run())
+}
