@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"math/big"
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
@@ -42,7 +44,7 @@ var defaultLimits = limits{
 	includeDepth: 32,
 	expandDepth:  32,
 	lineBytes:    1 << 20,
-	lines:        8 << 20,
+	lines:        1 << 20,
 	seqSteps:     1 << 20,
 	inputBytes:   512 << 20,
 }
@@ -59,6 +61,7 @@ type reader struct {
 	stack     []string       // files being read, outermost first
 	fileOrder map[string]int // files in the order first read
 	readBytes int
+	work      int  // lines processed, including those expansion produced
 	full      bool // a limit was hit: stop producing lines
 }
 
@@ -209,8 +212,15 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 	if r.full {
 		return
 	}
+	r.work++
+	if r.work > 2*r.lim.lines {
+		r.rep.errorf(pos, "", "parameters or ~SEQ/~LST expand to more than %d lines", 2*r.lim.lines)
+		r.full = true
+		return
+	}
 	if depth > r.lim.expandDepth {
 		r.rep.errorf(pos, "", "parameters or ~SEQ/~LST nested deeper than %d", r.lim.expandDepth)
+		r.full = true
 		return
 	}
 	s = strings.TrimLeft(s, blanks)
@@ -489,23 +499,40 @@ func paramDefinition(s string) (name, value string, ok bool) {
 	return s[1:i], strings.Trim(s[i+1:], blanks), true
 }
 
-// maxSubstitutions bounds the replacements on one line, so that a parameter
-// defined in terms of itself ends with an error.
-const maxSubstitutions = 10000
+// maxSubstitutions bounds the replacements on one line, and
+// maxSubstitutionDepth how deeply values may refer to values, so that a
+// parameter defined in terms of itself ends with an error.
+const (
+	maxSubstitutions     = 10000
+	maxSubstitutionDepth = 32
+)
 
 // substitute replaces parameters as keepalived does: ${NAME} anywhere, and
-// $NAME where a blank or the end of the line follows it. A value is itself
-// scanned for parameters (replacement is recursive and happens at use, not
-// at definition), except a value of several lines, whose lines are processed
-// one by one later. A name that is not defined is left as it is, so a "$" in
-// a password or a script stays; but ${NAME} undefined is an error, since its
-// braces would otherwise open or close a block.
+// $NAME where a blank, ',', ')' or the end of the line follows it. A value is
+// itself scanned for parameters (replacement is recursive and happens at use,
+// not at definition), except a value of several lines, whose lines are
+// processed one by one later. A name that is not defined is left as it is,
+// so a "$" in a password or a script stays; but ${NAME} undefined is an
+// error, since its braces would otherwise open or close a block.
 func (r *reader) substitute(s string, pos Pos) (string, bool) {
 	if strings.IndexByte(s, '$') < 0 {
 		return s, true
 	}
 	var b strings.Builder
 	count := 0
+	if err := r.expandInto(&b, s, 0, &count); err != "" {
+		r.rep.errorf(pos, "", "%s", err)
+		return "", false
+	}
+	return b.String(), true
+}
+
+// expandInto writes s with its parameters replaced into b; it returns an
+// error message, or "".
+func (r *reader) expandInto(b *strings.Builder, s string, depth int, count *int) string {
+	if depth > maxSubstitutionDepth {
+		return "parameter substitution does not end (a parameter defined in terms of itself?)"
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c != '$' || i+1 >= len(s) {
@@ -542,31 +569,27 @@ func (r *reader) substitute(s string, pos Pos) (string, bool) {
 		if !ok {
 			if s[i+1] == '{' {
 				// Left in place its braces would open or close a block.
-				r.rep.errorf(pos, "", "parameter ${%s} is not defined", name)
-				return "", false
+				return fmt.Sprintf("parameter ${%s} is not defined", name)
 			}
 			b.WriteString(s[i:end])
 			i = end
 			continue
 		}
-		count++
-		if count > maxSubstitutions {
-			r.rep.errorf(pos, "", "parameter substitution does not end (a parameter defined in terms of itself?)")
-			return "", false
+		*count++
+		if *count > maxSubstitutions {
+			return "parameter substitution does not end (a parameter defined in terms of itself?)"
 		}
 		if strings.Contains(v, "\n") {
 			b.WriteString(v)
-			i = end
-		} else {
-			// Rescan the value in place of the parameter.
-			s = s[:i] + v + s[end:]
+		} else if err := r.expandInto(b, v, depth+1, count); err != "" {
+			return err
 		}
-		if b.Len()+len(s)-i > r.lim.lineBytes {
-			r.rep.errorf(pos, "", "line longer than %d bytes after substituting parameters", r.lim.lineBytes)
-			return "", false
+		if b.Len() > r.lim.lineBytes {
+			return fmt.Sprintf("line longer than %d bytes after substituting parameters", r.lim.lineBytes)
 		}
+		i = end
 	}
-	return b.String(), true
+	return ""
 }
 
 // lookup finds a parameter, including keepalived's predefined ones:
@@ -734,6 +757,12 @@ func parseSEQ(args string, hex bool, max int) ([]string, [][]string, error) {
 	}
 	if step == 0 {
 		return nil, nil, errors.New("step must not be 0")
+	}
+	if (step > 0 && start <= end) || (step < 0 && start >= end) {
+		span, stride := new(big.Int).Sub(big.NewInt(end), big.NewInt(start)), big.NewInt(step)
+		if n := new(big.Int).Quo(span, stride); n.Cmp(big.NewInt(int64(max))) >= 0 {
+			return nil, nil, errors.New("more than " + strconv.Itoa(max) + " values")
+		}
 	}
 	var rows [][]string
 	for v := start; (step > 0 && v <= end) || (step < 0 && v >= end); v += step {

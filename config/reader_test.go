@@ -168,3 +168,28 @@ func TestReader(t *testing.T) {
 		})
 	}
 }
+
+// TestReaderBoundsWork checks that inputs built to explode end in one error
+// quickly, under the default limits a real configuration gets.
+func TestReaderBoundsWork(t *testing.T) {
+	tests := []struct {
+		name, conf, want string
+	}{
+		{"doubling multiline parameter", "$M= \\\n$M \\\n$M\n$M\n",
+			"parameters or ~SEQ/~LST nested deeper than 32"},
+		{"doubling parameter", "$A=${A}${A}\nx ${A}\n",
+			"parameter substitution does not end (a parameter defined in terms of itself?)"},
+		{"nested sequences", "~SEQ(i,1,1000000) ~SEQ(j,1,1000000) x\n",
+			"configuration expands to more than 1048576 lines"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := &reporter{}
+			r := newReader(MapFS{"/k.conf": tt.conf}, "", rep, defaultLimits)
+			r.readFile("/k.conf", Pos{}, true)
+			if len(rep.diags) != 1 || rep.diags[0].Message != tt.want {
+				t.Fatalf("got %d diagnostics %v, want one: %s", len(rep.diags), rep.diags, tt.want)
+			}
+		})
+	}
+}
