@@ -14,7 +14,6 @@ import (
 // token is one word of a logical line.
 type token struct {
 	text string
-	pos  Pos
 	// quoted is set when any part of the word came from quotes: such a word
 	// is never a brace.
 	quoted bool
@@ -128,6 +127,9 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 	}()
 
 	text := string(data)
+	if want := len(r.lines) + strings.Count(text, "\n") + 1; want > cap(r.lines) && want <= r.lim.lines {
+		r.lines = append(make([]line, 0, want), r.lines...)
+	}
 	lineNo := 0
 	var parts []string
 	for len(text) > 0 && !r.full {
@@ -283,7 +285,7 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 		r.include(kw, rest, pos)
 		return
 	}
-	toks, err := tokenize(s, pos)
+	toks, err := tokenize(s)
 	if err != nil {
 		r.rep.errorf(pos, "", "%v", err)
 		return
@@ -441,7 +443,7 @@ func splitTopLevel(s string) []string {
 
 // stripComments cuts each line of s at its first '#' or '!' outside quotes.
 func stripComments(s string) string {
-	if strings.IndexAny(s, "#!") < 0 {
+	if strings.IndexByte(s, '#') < 0 && strings.IndexByte(s, '!') < 0 {
 		return strings.TrimRight(s, blanks)
 	}
 	var b strings.Builder
@@ -833,14 +835,14 @@ func splitLSTItems(s string) ([][]string, error) {
 // own. Quotes (double or single) group blanks into a word and are removed;
 // inside them a backslash escapes as in the shell (\n, \t, \x41, \101, \\,
 // \", ...). A quoted part joins the unquoted text next to it.
-func tokenize(s string, pos Pos) ([]token, error) {
-	return tokenizeMode(s, pos, true)
+func tokenize(s string) ([]token, error) {
+	return tokenizeMode(s, true)
 }
 
 // tokenizeWords splits into words without treating braces specially, for
 // include patterns with csh-style braces.
 func tokenizeWords(s string) ([]string, error) {
-	toks, err := tokenizeMode(s, Pos{}, false)
+	toks, err := tokenizeMode(s, false)
 	if err != nil {
 		return nil, err
 	}
@@ -851,8 +853,8 @@ func tokenizeWords(s string) ([]string, error) {
 	return out, nil
 }
 
-func tokenizeMode(s string, pos Pos, braces bool) ([]token, error) {
-	var toks []token
+func tokenizeMode(s string, braces bool) ([]token, error) {
+	toks := make([]token, 0, 4)
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -861,10 +863,20 @@ func tokenizeMode(s string, pos Pos, braces bool) ([]token, error) {
 			continue
 		}
 		if braces && (c == '{' || c == '}') {
-			toks = append(toks, token{text: s[i : i+1], pos: pos})
+			toks = append(toks, token{text: s[i : i+1]})
 			i++
 			continue
 		}
+		// A word without quotes is a slice of the line, no copy.
+		start := i
+		for i < len(s) && !isBlank(s[i]) && !(braces && (s[i] == '{' || s[i] == '}')) && s[i] != '"' && s[i] != '\'' {
+			i++
+		}
+		if i == len(s) || s[i] != '"' && s[i] != '\'' {
+			toks = append(toks, token{text: s[start:i]})
+			continue
+		}
+		i = start
 		b.Reset()
 		quoted := false
 		for i < len(s) && !isBlank(s[i]) && !(braces && (s[i] == '{' || s[i] == '}')) {
@@ -892,7 +904,7 @@ func tokenizeMode(s string, pos Pos, braces bool) ([]token, error) {
 				i++
 			}
 		}
-		toks = append(toks, token{text: b.String(), pos: pos, quoted: quoted})
+		toks = append(toks, token{text: b.String(), quoted: quoted})
 	}
 	return toks, nil
 }

@@ -22,6 +22,7 @@ type treeBuilder struct {
 	lines []line
 	li    int     // next line
 	toks  []token // what is left of the current line
+	pos   Pos     // the current line's position
 	rep   *reporter
 }
 
@@ -39,7 +40,7 @@ func (b *treeBuilder) next() ([]token, bool) {
 		if b.li >= len(b.lines) {
 			return nil, false
 		}
-		b.toks = b.lines[b.li].toks
+		b.toks, b.pos = b.lines[b.li].toks, b.lines[b.li].pos
 		b.li++
 	}
 	return b.toks, true
@@ -56,11 +57,11 @@ func (b *treeBuilder) block(parent *Node, depth int) {
 			}
 			return
 		}
-		t := toks[0]
+		t, pos := toks[0], b.pos
 		if !t.quoted && t.text == "}" {
 			b.toks = toks[1:]
 			if depth == 0 {
-				b.rep.errorf(t.pos, "", "unexpected } with no block open")
+				b.rep.errorf(pos, "", "unexpected } with no block open")
 				continue
 			}
 			return
@@ -68,15 +69,20 @@ func (b *treeBuilder) block(parent *Node, depth int) {
 		if !t.quoted && t.text == "{" {
 			// A block with no keyword: report it once and skip it whole.
 			b.toks = toks[1:]
-			b.rep.errorf(t.pos, "", "unexpected { with no keyword before it")
+			b.rep.errorf(pos, "", "unexpected { with no keyword before it")
 			b.skipBlock(depth + 1)
 			continue
 		}
-		n := &Node{Pos: t.pos, Keyword: t.text}
+		n := &Node{Pos: pos, Keyword: t.text}
 		i := 1
 		for i < len(toks) && (toks[i].quoted || (toks[i].text != "{" && toks[i].text != "}")) {
-			n.Args = append(n.Args, toks[i].text)
 			i++
+		}
+		if i > 1 {
+			n.Args = make([]string, i-1)
+			for j := range n.Args {
+				n.Args[j] = toks[j+1].text
+			}
 		}
 		b.toks = toks[i:]
 		parent.Children = append(parent.Children, n)
@@ -86,7 +92,7 @@ func (b *treeBuilder) block(parent *Node, depth int) {
 		} else if b.li < len(b.lines) {
 			nl := b.lines[b.li].toks
 			if len(nl) > 0 && nl[0].text == "{" && !nl[0].quoted {
-				b.toks = nl
+				b.toks, b.pos = nl, b.lines[b.li].pos
 				b.li++
 				opens = true
 			}

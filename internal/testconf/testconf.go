@@ -1,0 +1,62 @@
+// Package testconf generates large keepalived configurations for tests and
+// benchmarks: virtual servers with real servers, each checked by SSL_GET.
+package testconf
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Large returns a configuration with one VRRP instance and vs virtual
+// servers of rs real servers each, every real server with an SSL_GET check,
+// as a photo CDN's director would have them. Addresses come from
+// 10.0.0.0/8 (virtual) and 172.16.0.0/12 (real) and are never contacted.
+func Large(vs, rs int) string {
+	var b strings.Builder
+	b.Grow(vs * rs * 200)
+	b.WriteString(`global_defs {
+    router_id bench
+    lvs_sync_daemon eth0 VI_1
+}
+
+vrrp_instance VI_1 {
+    state BACKUP
+    interface eth0
+    virtual_router_id 51
+    priority 100
+    advert_int 1
+    virtual_ipaddress {
+`)
+	for v := 0; v < vs; v++ {
+		fmt.Fprintf(&b, "        10.%d.%d.%d/32\n", 1+v>>16&0xff, v>>8&0xff, v&0xff)
+	}
+	b.WriteString("    }\n}\n")
+	for v := 0; v < vs; v++ {
+		fmt.Fprintf(&b, `
+virtual_server 10.%d.%d.%d 443 {
+    delay_loop 2
+    lvs_sched rr
+    lvs_method DR
+    protocol TCP
+    inhibit_on_failure
+`, 1+v>>16&0xff, v>>8&0xff, v&0xff)
+		for r := 0; r < rs; r++ {
+			n := v*rs + r
+			fmt.Fprintf(&b, `    real_server 172.%d.%d.%d 443 {
+        weight 1
+        SSL_GET {
+            url {
+                path /healthz
+                status_code 200
+            }
+            connect_timeout 1
+            retry 2
+            delay_before_retry 1
+        }
+    }
+`, 16+n>>16&0x0f, n>>8&0xff, n&0xff)
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
