@@ -3,8 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math/big"
 	"io/fs"
+	"math/big"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
