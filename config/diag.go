@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -14,10 +15,13 @@ type Pos struct {
 }
 
 func (p Pos) String() string {
-	if p.File == "" {
+	switch {
+	case p.File == "":
 		return fmt.Sprintf("line %d", p.Line)
+	case p.Line == 0:
+		return p.File
 	}
-	return fmt.Sprintf("%s:%d", p.File, p.Line)
+	return p.File + ":" + strconv.Itoa(p.Line)
 }
 
 // Severity says whether a diagnostic stops the configuration from running.

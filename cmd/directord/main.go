@@ -5,10 +5,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/directord/directord/config"
@@ -124,8 +122,11 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		case vs.Group != "":
 			id = "group " + vs.Group
 		}
-		out("virtual_server %s %s: %s %s, %d real servers, %d checks\n",
-			vs.Protocol, id, vs.Scheduler, vs.Method.Kind, len(vs.RealServers), checks)
+		if vs.Protocol != "" {
+			id = vs.Protocol + " " + id
+		}
+		out("virtual_server %s: %s %s, %d real servers, %d checks\n",
+			id, vs.Scheduler, vs.Method.Kind, len(vs.RealServers), checks)
 	}
 	warnings, unsupported := 0, 0
 	for _, d := range diags {
@@ -146,5 +147,3 @@ func orNone(s string) string {
 	return s
 }
 
-var _ = errors.Is
-var _ fs.FS

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want options
+		err  string
+	}{
+		{args: nil, want: options{file: "/etc/keepalived/keepalived.conf", logFormat: "text"}},
+		{args: []string{"-t", "-f", "/x.conf"}, want: options{file: "/x.conf", configTest: true, logFormat: "text"}},
+		{args: []string{"-nlD", "-f/x.conf", "-ilb1"}, want: options{file: "/x.conf", dontFork: true, logConsole: true, logDetail: true, configID: "lb1", logFormat: "text"}},
+		{args: []string{"-tf", "/x.conf"}, want: options{file: "/x.conf", configTest: true, logFormat: "text"}},
+		{args: []string{"--use-file=/x.conf", "--config-test=/tmp/log", "--config-id", "b"}, want: options{file: "/x.conf", configTest: true, configID: "b", logFormat: "text"}},
+		{args: []string{"--dump-config", "-P", "-C", "-p", "/run/d.pid", "--log-format", "json", "--metrics-address=:9100"},
+			want: options{file: "/etc/keepalived/keepalived.conf", dumpConfig: true, vrrpOnly: true, checkOnly: true, pidFile: "/run/d.pid", logFormat: "json", metrics: ":9100"}},
+		{args: []string{"-x"}, err: "unknown option -x"},
+		{args: []string{"--nope"}, err: "unknown option --nope"},
+		{args: []string{"-f"}, err: "-f needs a value"},
+		{args: []string{"--log-format", "xml"}, err: `--log-format takes text or json, not "xml"`},
+		{args: []string{"--dont-fork=yes"}, err: "--dont-fork takes no value"},
+		{args: []string{"stray"}, err: `unexpected argument "stray"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			got, err := parseFlags(tt.args)
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("error %v, want %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(*got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", *got, tt.want)
+			}
+		})
+	}
+}
+
+func writeConf(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "keepalived.conf")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const goodConf = `vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 7
+    virtual_ipaddress {
+        192.0.2.1
+    }
+}
+virtual_server 192.0.2.1 443 {
+    protocol TCP
+    lvs_method DR
+    real_server 192.0.2.10 443 {
+        TCP_CHECK {
+        }
+    }
+}
+`
+
+// TestConfigTestExitCodes checks -t's exit codes against keepalived's:
+// 0 good, 4 unreadable, 5 errors; errors go to standard error with file:line.
+func TestConfigTestExitCodes(t *testing.T) {
+	good := writeConf(t, goodConf)
+	bad := writeConf(t, strings.Replace(goodConf, "virtual_router_id 7", "virtual_router_id 300", 1))
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // a line the output must contain
+		stderrPart string
+	}{
+		{"good", []string{"-t", "-f", good}, exitOK, "configuration OK: " + good, ""},
+		{"summary", []string{"-t", "-f", good}, exitOK, "virtual_server TCP 192.0.2.1:443: wlc DR, 1 real servers, 1 checks", ""},
+		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
+		{"missing", []string{"-t", "-f", "/nonexistent/k.conf"}, exitConfig, "", "/nonexistent/k.conf: error: cannot read configuration"},
+		{"usage", []string{"-Z"}, exitUsage, "", "unknown option -Z"},
+		{"version", []string{"--version"}, exitOK, "directord ", ""},
+		{"daemon not built", []string{"-f", good}, exitFailure, "", "not built yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\nstderr: %s", code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.stdout, stdout.String())
+			}
+			if !strings.Contains(stderr.String(), tt.stderrPart) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderrPart, stderr.String())
+			}
+		})
+	}
+}
+
+func TestDumpConfig(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--dump-config", "-f", writeConf(t, goodConf)}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var got struct {
+		Instances []struct {
+			VRID      int    `json:"virtual_router_id"`
+			AdvertInt string `json:"advert_int"`
+		} `json:"vrrp_instances"`
+		VirtualServers []struct {
+			Address     string `json:"address"`
+			RealServers []struct {
+				Checkers []struct {
+					DelayLoop string `json:"delay_loop"`
+				} `json:"checkers"`
+			} `json:"real_servers"`
+		} `json:"virtual_servers"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if len(got.Instances) != 1 || got.Instances[0].VRID != 7 || got.Instances[0].AdvertInt != "1s" {
+		t.Errorf("instances: %+v", got.Instances)
+	}
+	if len(got.VirtualServers) != 1 || got.VirtualServers[0].Address != "192.0.2.1:443" ||
+		got.VirtualServers[0].RealServers[0].Checkers[0].DelayLoop != "1m0s" {
+		t.Errorf("virtual servers: %+v", got.VirtualServers)
+	}
+}
