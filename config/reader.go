@@ -60,8 +60,9 @@ type reader struct {
 	stack     []string       // files being read, outermost first
 	fileOrder map[string]int // files in the order first read
 	readBytes int
-	work      int  // lines processed, including those expansion produced
-	full      bool // a limit was hit: stop producing lines
+	work      int      // lines processed, including those expansion produced
+	hints     []string // warnings about the line being substituted
+	full      bool     // a limit was hit: stop producing lines
 }
 
 func newReader(fsys FileSystem, id string, rep *reporter, lim limits) *reader {
@@ -522,11 +523,25 @@ func (r *reader) substitute(s string, pos Pos) (string, bool) {
 	}
 	var b strings.Builder
 	count := 0
+	r.hints = r.hints[:0]
 	if err := r.expandInto(&b, s, 0, &count); err != "" {
 		r.rep.errorf(pos, "", "%s", err)
 		return "", false
 	}
+	for _, h := range r.hints {
+		r.rep.warnf(pos, "", "%s", h)
+	}
 	return b.String(), true
+}
+
+// hint records a warning about the line being substituted, once.
+func (r *reader) hint(h string) {
+	for _, old := range r.hints {
+		if old == h {
+			return
+		}
+	}
+	r.hints = append(r.hints, h)
 }
 
 // expandInto writes s with its parameters replaced into b; it returns an
@@ -557,6 +572,9 @@ func (r *reader) expandInto(b *strings.Builder, s string, depth int, count *int)
 				end++
 			}
 			if end < len(s) && !isBlank(s[end]) && s[end] != '\n' && s[end] != ',' && s[end] != ')' {
+				if _, defined := r.params[s[i+1:end]]; defined {
+					r.hint(fmt.Sprintf("$%s is not replaced when %q follows it; write ${%s}", s[i+1:end], s[end], s[i+1:end]))
+				}
 				b.WriteByte(c)
 				i++
 				continue

@@ -96,6 +96,7 @@ func TestReader(t *testing.T) {
 			name:  "parameters",
 			files: MapFS{"/etc/k/main.conf": "$A=10.0\n$B=${A}.1\nip ${B}/24 $A\nkeep $A/8 $UNDEF pa$$word\n$E=\ne [$E ]\n"},
 			want:  "/etc/k/main.conf:3: ip 10.0.1/24 10.0\n/etc/k/main.conf:4: keep $A/8 $UNDEF pa$$word\n/etc/k/main.conf:6: e [ ]\n",
+			diags: "/etc/k/main.conf:4: warning: $A is not replaced when '/' follows it; write ${A}",
 		},
 		{
 			name:  "parameters are substituted at use",
