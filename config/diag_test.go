@@ -93,6 +93,8 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:12: error: 10.0.0.1: virtual address 10.0.0.1 is already used by VI_1 at /k.conf:5"},
 		{"duplicate VIP in one instance", vi(" virtual_ipaddress {\n  10.0.0.1\n  10.0.0.1 label eth0:1\n }"),
 			"/k.conf:6: warning: 10.0.0.1: virtual address 10.0.0.1 is already listed at /k.conf:5: this line is ignored"},
+		{"too many VIPs for an advert", vi(" virtual_ipaddress {\n  ~SEQ(i, 0, 255) 10.0.0.$i\n }"),
+			"/k.conf:5: warning: virtual_ipaddress: VI_1: an advert holds at most 255 addresses: the 1 from here on are handled as virtual_ipaddress_excluded, as keepalived does"},
 		{"bad VIP", vi(" virtual_ipaddress {\n  10.0.0.300\n }"),
 			"/k.conf:5: error: 10.0.0.300: \"10.0.0.300\" is not an IP address with an optional /prefix"},
 		{"bad VIP option", vi(" virtual_ipaddress {\n  10.0.0.1 lable x\n }"),

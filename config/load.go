@@ -44,9 +44,10 @@ func Load(path string, opts Options) (*Config, Diagnostics) {
 	}
 	rep := &reporter{}
 	r := newReader(opts.FS, opts.ConfigID, rep, lim)
+	tb := newTreeBuilder(rep)
+	r.emit = tb.line
 	r.readFile(path, Pos{}, true)
-	nodes := buildTree(r.lines, rep)
-	r.lines = nil
+	nodes := tb.finish()
 
 	cfg := &Config{Global: defaultGlobal(opts.Hostname)}
 	for name, i := range r.fileOrder {

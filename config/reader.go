@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // token is one word of a logical line.
@@ -17,13 +18,6 @@ type token struct {
 	// quoted is set when any part of the word came from quotes: such a word
 	// is never a brace.
 	quoted bool
-}
-
-// line is one logical line: conditionals, parameters, ~SEQ/~LST and
-// includes already resolved, split into words.
-type line struct {
-	pos  Pos
-	toks []token
 }
 
 // limits bound what one configuration may make the reader do, so that a
@@ -56,7 +50,11 @@ type reader struct {
 	params map[string]string
 	rand   *rand.Rand
 
-	lines     []line
+	// emit receives each logical line; the words are only valid during
+	// the call.
+	emit      func(pos Pos, toks []token)
+	nlines    int
+	toks      []token        // reused for each line's words
 	stack     []string       // files being read, outermost first
 	fileOrder map[string]int // files in the order first read
 	readBytes int
@@ -127,10 +125,9 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 		}
 	}()
 
-	text := string(data)
-	if want := len(r.lines) + strings.Count(text, "\n") + 1; want > cap(r.lines) && want <= r.lim.lines {
-		r.lines = append(make([]line, 0, want), r.lines...)
-	}
+	// The file's words are slices of its text, kept by the model; the bytes
+	// are never written again, so they need not be copied.
+	text := unsafe.String(unsafe.SliceData(data), len(data))
 	lineNo := 0
 	var parts []string
 	for len(text) > 0 && !r.full {
@@ -286,7 +283,8 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 		r.include(kw, rest, pos)
 		return
 	}
-	toks, err := tokenize(s)
+	toks, err := tokenizeInto(r.toks[:0], s, true)
+	r.toks = toks
 	if err != nil {
 		r.rep.errorf(pos, "", "%v", err)
 		return
@@ -294,12 +292,13 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 	if len(toks) == 0 {
 		return
 	}
-	if len(r.lines) >= r.lim.lines {
+	if r.nlines >= r.lim.lines {
 		r.rep.errorf(pos, "", "configuration expands to more than %d lines", r.lim.lines)
 		r.full = true
 		return
 	}
-	r.lines = append(r.lines, line{pos: pos, toks: toks})
+	r.nlines++
+	r.emit(pos, toks)
 }
 
 func firstWord(s string) (word, rest string) {
@@ -854,13 +853,13 @@ func splitLSTItems(s string) ([][]string, error) {
 // inside them a backslash escapes as in the shell (\n, \t, \x41, \101, \\,
 // \", ...). A quoted part joins the unquoted text next to it.
 func tokenize(s string) ([]token, error) {
-	return tokenizeMode(s, true)
+	return tokenizeInto(make([]token, 0, 4), s, true)
 }
 
 // tokenizeWords splits into words without treating braces specially, for
 // include patterns with csh-style braces.
 func tokenizeWords(s string) ([]string, error) {
-	toks, err := tokenizeMode(s, false)
+	toks, err := tokenizeInto(nil, s, false)
 	if err != nil {
 		return nil, err
 	}
@@ -871,8 +870,8 @@ func tokenizeWords(s string) ([]string, error) {
 	return out, nil
 }
 
-func tokenizeMode(s string, braces bool) ([]token, error) {
-	toks := make([]token, 0, 4)
+// tokenizeInto appends the words of s to toks.
+func tokenizeInto(toks []token, s string, braces bool) ([]token, error) {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		c := s[i]

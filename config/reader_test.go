@@ -11,17 +11,17 @@ func readLines(t *testing.T, files MapFS, id string) (string, Diagnostics) {
 	t.Helper()
 	rep := &reporter{}
 	r := newReader(files, id, rep, defaultLimits)
-	r.readFile("/etc/k/main.conf", Pos{}, true)
 	var b strings.Builder
-	for _, l := range r.lines {
-		b.WriteString(l.pos.String())
+	r.emit = func(pos Pos, toks []token) {
+		b.WriteString(pos.String())
 		b.WriteString(":")
-		for _, tk := range l.toks {
+		for _, tk := range toks {
 			b.WriteString(" ")
 			b.WriteString(tk.text)
 		}
 		b.WriteString("\n")
 	}
+	r.readFile("/etc/k/main.conf", Pos{}, true)
 	return b.String(), rep.diags
 }
 
@@ -187,6 +187,7 @@ func TestReaderBoundsWork(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rep := &reporter{}
 			r := newReader(MapFS{"/k.conf": tt.conf}, "", rep, defaultLimits)
+			r.emit = func(Pos, []token) {}
 			r.readFile("/k.conf", Pos{}, true)
 			if len(rep.diags) != 1 || rep.diags[0].Message != tt.want {
 				t.Fatalf("got %d diagnostics %v, want one: %s", len(rep.diags), rep.diags, tt.want)

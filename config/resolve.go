@@ -65,6 +65,17 @@ func (d *decoder) resolveInstance(in *Instance) {
 	if in.Version < 0 {
 		in.Version = g.VRRPVersion
 	}
+	// An advert carries at most 255 addresses, and only as many as fit in a
+	// 1500-byte packet: keepalived moves the rest to the excluded list.
+	maxVIPs := 255
+	if in.Family == "inet6" {
+		maxVIPs = (1500 - 40 - 8) / 16
+	}
+	if len(in.VIPs) > maxVIPs {
+		d.rep.warnf(in.VIPs[maxVIPs].Pos, "virtual_ipaddress", "%s: an advert holds at most %d addresses: the %d from here on are handled as virtual_ipaddress_excluded, as keepalived does", in.Name, maxVIPs, len(in.VIPs)-maxVIPs)
+		in.ExcludedVIPs = append(in.ExcludedVIPs, in.VIPs[maxVIPs:]...)
+		in.VIPs = in.VIPs[:maxVIPs:maxVIPs]
+	}
 	if in.Family == "inet6" && in.Version == 2 {
 		d.rep.warnf(in.Pos, "vrrp_instance", "%s: IPv6 needs VRRPv3; version 3 is used", in.Name)
 		in.Version = 3

@@ -14,121 +14,98 @@ type Node struct {
 // (virtual_server > real_server > SSL_GET > url) is four levels.
 const maxDepth = 64
 
-// treeBuilder groups logical lines into nodes. "{" may end the keyword's line
-// or stand at the start of the next one; anything after a "{" or "}" on a line
-// is read as if it began a new line, so "real_server 10.0.0.1 80 { weight 2 }"
-// is one node with one child.
+// treeBuilder groups logical lines into nodes as the reader produces them,
+// so that no line is kept once read. "{" may end the keyword's line or stand
+// at the start of the next one; anything after a "{" or "}" on a line is read
+// as if it began a new line, so "real_server 10.0.0.1 80 { weight 2 }" is one
+// node with one child.
 type treeBuilder struct {
-	lines []line
-	li    int     // next line
-	toks  []token // what is left of the current line
-	pos   Pos     // the current line's position
 	rep   *reporter
+	root  Node
+	stack []*Node // open blocks, root first
+	// pending is the node just read, which a "{" right after it (on its line
+	// or first on the next) opens.
+	pending *Node
+	// skip counts the open blocks being skipped: one opened without a
+	// keyword, or nested too deep.
+	skip int
 }
 
-func buildTree(lines []line, rep *reporter) []*Node {
-	b := &treeBuilder{lines: lines, rep: rep}
-	root := &Node{Block: true}
-	b.block(root, 0)
-	return root.Children
+func newTreeBuilder(rep *reporter) *treeBuilder {
+	b := &treeBuilder{rep: rep}
+	b.root.Block = true
+	b.stack = []*Node{&b.root}
+	return b
 }
 
-// next returns the rest of the current line, moving to the next line when the
-// current one is used up; ok is false at the end of input.
-func (b *treeBuilder) next() ([]token, bool) {
-	for len(b.toks) == 0 {
-		if b.li >= len(b.lines) {
-			return nil, false
-		}
-		b.toks, b.pos = b.lines[b.li].toks, b.lines[b.li].pos
-		b.li++
-	}
-	return b.toks, true
-}
-
-// block reads nodes into parent until its closing brace (or, for the root,
-// the end of input).
-func (b *treeBuilder) block(parent *Node, depth int) {
-	for {
-		toks, ok := b.next()
-		if !ok {
-			if depth > 0 {
-				b.rep.errorf(parent.Pos, parent.Keyword, "block is never closed: missing }")
+// line takes one logical line's words.
+func (b *treeBuilder) line(pos Pos, toks []token) {
+	// pending survives into this line only for a "{" that starts it.
+	for i := 0; i < len(toks); {
+		t := toks[i]
+		brace := !t.quoted && (t.text == "{" || t.text == "}")
+		if b.skip > 0 {
+			if brace && t.text == "{" {
+				b.skip++
+			} else if brace {
+				b.skip--
 			}
-			return
+			i++
+			continue
 		}
-		t, pos := toks[0], b.pos
-		if !t.quoted && t.text == "}" {
-			b.toks = toks[1:]
-			if depth == 0 {
+		switch {
+		case brace && t.text == "{":
+			n := b.pending
+			b.pending = nil
+			i++
+			if n == nil {
+				// A block with no keyword: report it once and skip it whole.
+				b.rep.errorf(pos, "", "unexpected { with no keyword before it")
+				b.skip = 1
+				continue
+			}
+			n.Block = true
+			if len(b.stack) >= maxDepth {
+				b.rep.errorf(n.Pos, n.Keyword, "blocks nested deeper than %d", maxDepth)
+				b.skip = 1
+				continue
+			}
+			b.stack = append(b.stack, n)
+		case brace:
+			b.pending = nil
+			i++
+			if len(b.stack) == 1 {
 				b.rep.errorf(pos, "", "unexpected } with no block open")
 				continue
 			}
-			return
-		}
-		if !t.quoted && t.text == "{" {
-			// A block with no keyword: report it once and skip it whole.
-			b.toks = toks[1:]
-			b.rep.errorf(pos, "", "unexpected { with no keyword before it")
-			b.skipBlock(depth + 1)
-			continue
-		}
-		n := &Node{Pos: pos, Keyword: t.text}
-		i := 1
-		for i < len(toks) && (toks[i].quoted || (toks[i].text != "{" && toks[i].text != "}")) {
-			i++
-		}
-		if i > 1 {
-			n.Args = make([]string, i-1)
-			for j := range n.Args {
-				n.Args[j] = toks[j+1].text
+			b.stack = b.stack[:len(b.stack)-1]
+		default:
+			j := i + 1
+			for j < len(toks) && (toks[j].quoted || (toks[j].text != "{" && toks[j].text != "}")) {
+				j++
 			}
-		}
-		b.toks = toks[i:]
-		parent.Children = append(parent.Children, n)
-		opens := false
-		if len(b.toks) > 0 {
-			opens = b.toks[0].text == "{" && !b.toks[0].quoted
-		} else if b.li < len(b.lines) {
-			nl := b.lines[b.li].toks
-			if len(nl) > 0 && nl[0].text == "{" && !nl[0].quoted {
-				b.toks, b.pos = nl, b.lines[b.li].pos
-				b.li++
-				opens = true
+			n := &Node{Pos: pos, Keyword: t.text}
+			if j > i+1 {
+				n.Args = make([]string, j-i-1)
+				for k := range n.Args {
+					n.Args[k] = toks[i+1+k].text
+				}
 			}
-		}
-		if opens {
-			b.toks = b.toks[1:]
-			n.Block = true
-			if depth+1 >= maxDepth {
-				b.rep.errorf(n.Pos, n.Keyword, "blocks nested deeper than %d", maxDepth)
-				b.skipBlock(depth + 1)
-				continue
-			}
-			b.block(n, depth+1)
+			top := b.stack[len(b.stack)-1]
+			top.Children = append(top.Children, n)
+			b.pending = n
+			i = j
 		}
 	}
 }
 
-// skipBlock consumes tokens up to the brace that closes a block already
-// opened, keeping count of the blocks inside it.
-func (b *treeBuilder) skipBlock(depth int) {
-	open := 1
-	for open > 0 {
-		toks, ok := b.next()
-		if !ok {
-			return
-		}
-		t := toks[0]
-		b.toks = toks[1:]
-		if t.quoted {
-			continue
-		}
-		switch t.text {
-		case "{":
-			open++
-		case "}":
-			open--
-		}
+// finish closes the input and returns the top-level nodes. A block still
+// open is reported once, at the outermost one: the missing "}" is in it or
+// in a block inside it.
+func (b *treeBuilder) finish() []*Node {
+	if len(b.stack) > 1 {
+		n := b.stack[1]
+		b.rep.errorf(n.Pos, n.Keyword, "block is never closed: missing }")
 	}
+	return b.root.Children
 }

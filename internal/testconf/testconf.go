@@ -26,8 +26,11 @@ vrrp_instance VI_1 {
     priority 100
     advert_int 1
     virtual_ipaddress {
+        10.1.0.0/32
+    }
+    virtual_ipaddress_excluded {
 `)
-	for v := 0; v < vs; v++ {
+	for v := 1; v < vs; v++ {
 		fmt.Fprintf(&b, "        10.%d.%d.%d/32\n", 1+v>>16&0xff, v>>8&0xff, v&0xff)
 	}
 	b.WriteString("    }\n}\n")
