@@ -848,14 +848,6 @@ func splitLSTItems(s string) ([][]string, error) {
 	return out, nil
 }
 
-// tokenize splits a line into words. Braces outside quotes are words of their
-// own. Quotes (double or single) group blanks into a word and are removed;
-// inside them a backslash escapes as in the shell (\n, \t, \x41, \101, \\,
-// \", ...). A quoted part joins the unquoted text next to it.
-func tokenize(s string) ([]token, error) {
-	return tokenizeInto(make([]token, 0, 4), s, true)
-}
-
 // tokenizeWords splits into words without treating braces specially, for
 // include patterns with csh-style braces.
 func tokenizeWords(s string) ([]string, error) {
@@ -870,7 +862,10 @@ func tokenizeWords(s string) ([]string, error) {
 	return out, nil
 }
 
-// tokenizeInto appends the words of s to toks.
+// tokenizeInto appends the words of s to toks. Braces outside quotes are words of their
+// own. Quotes (double or single) group blanks into a word and are removed;
+// inside them a backslash escapes as in the shell (\n, \t, \x41, \101, \\,
+// \", ...). A quoted part joins the unquoted text next to it.
 func tokenizeInto(toks []token, s string, braces bool) ([]token, error) {
 	var b strings.Builder
 	for i := 0; i < len(s); {

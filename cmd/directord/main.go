@@ -146,4 +146,3 @@ func orNone(s string) string {
 	}
 	return s
 }
-
