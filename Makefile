@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 # benchmark's resource figures.
 APT_PACKAGES := keepalived ipvsadm user-mode-linux iproute2 time
 
-.PHONY: all build test lint bench demo deps check-deps fuzz clean
+.PHONY: all build test test-deps lint bench demo deps apt-install fuzz clean
 
 all: build
 
@@ -21,21 +21,27 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 ## test: everything that runs on a machine like ours (unit tests, fuzz seeds).
-test: check-deps
+test: test-deps
 	$(GO) test -race -count=1 ./...
 
-check-deps:
-	@test -d /usr/share/doc/keepalived/samples || { \
-		echo "make test reads keepalived's sample configurations: run 'make deps' (as root) first"; exit 1; }
+# The Debian packages the tests read or run; installed when missing.
+TEST_PACKAGES := keepalived
+test-deps:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_PACKAGES)"
 
-## deps: install what the tests and benchmarks need (Debian packages, Go tools).
+## deps: install everything the tests, lint and benchmarks need.
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
 	@command -v staticcheck >/dev/null || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# apt-install installs those of $(PACKAGES) that are missing (needs root).
+apt-install:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "missing Debian packages:$$missing; run: sudo apt-get install$$missing"; exit 1; fi; \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -1,0 +1,62 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestKeywordReference keeps docs/keywords.md in step with the keyword
+// tables: it is generated from them (go test ./config -update rewrites it).
+func TestKeywordReference(t *testing.T) {
+	golden(t, "../docs/keywords.md", keywordReference())
+}
+
+type unsupportedLister interface {
+	unsupportedNames() map[string]string
+}
+
+func (b *block[T]) unsupportedNames() map[string]string { return b.unsupported }
+
+func keywordReference() string {
+	var b strings.Builder
+	b.WriteString(`# Configuration keywords
+
+Generated from directord's keyword tables by ` + "`go test ./config -update`" + `; do not edit.
+
+For each block: the keywords directord reads, and the keepalived keywords
+it recognises but does not implement. Those are reported once each, as
+"not supported by directord", and ignored with everything inside their
+block; any other unknown keyword is an error with a did-you-mean. See
+configuration.md for the language and for where directord differs from
+keepalived.
+`)
+	for _, nb := range allBlocks() {
+		sup := nb.(interface{ supportedNames() []string }).supportedNames()
+		sort.Strings(sup)
+		fmt.Fprintf(&b, "\n## %s\n\nSupported: ", nb.blockName())
+		for i, k := range sup {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("`" + k + "`")
+		}
+		b.WriteString(".\n")
+		un := nb.(unsupportedLister).unsupportedNames()
+		if len(un) == 0 {
+			continue
+		}
+		b.WriteString("\nNot supported:\n\n")
+		names := keys(un)
+		sort.Strings(names)
+		for _, k := range names {
+			if why := un[k]; why != "" {
+				fmt.Fprintf(&b, "- `%s`: %s\n", k, why)
+			} else {
+				fmt.Fprintf(&b, "- `%s`\n", k)
+			}
+		}
+	}
+	return b.String()
+}
