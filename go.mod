@@ -1,3 +1,5 @@
 module github.com/directord/directord
 
 go 1.26.0
+
+require github.com/gopacket/gopacket v1.7.7
