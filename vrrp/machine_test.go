@@ -1,0 +1,288 @@
+package vrrp
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// recorder is an Actions that writes down what the machine asked for, with
+// the time offset the test says it is.
+type recorder struct {
+	at  *time.Duration
+	log []string
+}
+
+func (r *recorder) add(format string, args ...any) {
+	r.log = append(r.log, fmt.Sprintf("%v ", *r.at)+fmt.Sprintf(format, args...))
+}
+func (r *recorder) SendAdvert(prio uint8)     { r.add("advert %d", prio) }
+func (r *recorder) SendGARP(n int)            { r.add("garp %d", n) }
+func (r *recorder) Transition(from, to State) { r.add("%s->%s", from, to) }
+
+// sim drives a Machine through time: steps move the clock forward, running
+// every timer due on the way, in order.
+type sim struct {
+	t   *testing.T
+	m   *Machine
+	rec *recorder
+	t0  time.Time
+	now time.Duration
+}
+
+func newSim(t *testing.T, p Params) *sim {
+	s := &sim{t: t, t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s.rec = &recorder{at: &s.now}
+	s.m = NewMachine(p, s.rec)
+	return s
+}
+
+func (s *sim) start() { s.m.Start(s.t0.Add(s.now)) }
+
+// until advances to offset d, firing the machine's timers at their times.
+func (s *sim) until(d time.Duration) {
+	for {
+		dl := s.m.Deadline()
+		if dl.IsZero() || dl.Sub(s.t0) > d {
+			break
+		}
+		s.now = dl.Sub(s.t0)
+		s.m.Tick(dl)
+	}
+	s.now = d
+}
+
+func (s *sim) advert(d time.Duration, prio uint8, src string, intervalCS uint16) {
+	s.until(d)
+	a := &Advert{Version: s.m.p.Version, VRID: s.m.p.VRID, Priority: prio, Interval: intervalCS}
+	s.m.Advert(s.t0.Add(s.now), a, netip.MustParseAddr(src))
+}
+
+func (s *sim) want(lines ...string) {
+	s.t.Helper()
+	got := strings.Join(s.rec.log, "\n")
+	if want := strings.Join(lines, "\n"); got != want {
+		s.t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	s.rec.log = nil
+}
+
+func v2params(prio uint8) Params {
+	return Params{Version: 2, VRID: 1, Priority: prio, AdvertInt: time.Second, Preempt: true,
+		Primary: netip.MustParseAddr("192.0.2.1"), Garp: GarpParams{Repeat: 5, Delay: 5 * time.Second}}
+}
+
+func v3params(prio uint8, interval time.Duration) Params {
+	p := v2params(prio)
+	p.Version, p.AdvertInt = 3, interval
+	return p
+}
+
+func TestMasterDownInterval(t *testing.T) {
+	tests := []struct {
+		p    Params
+		want time.Duration
+	}{
+		{v2params(100), 3*time.Second + 156*time.Second/256}, // 3.609375 s
+		{v2params(254), 3*time.Second + 2*time.Second/256},   // skew 7.8 ms
+		{v3params(100, time.Second), 3*time.Second + 156*time.Second/256},
+		{v3params(100, 100*time.Millisecond), 300*time.Millisecond + 156*100*time.Millisecond/256}, // 360.9 ms
+	}
+	for _, tt := range tests {
+		m := NewMachine(tt.p, &recorder{at: new(time.Duration)})
+		if got := m.MasterDownInterval(); got != tt.want {
+			t.Errorf("v%d prio %d interval %v: %v, want %v", tt.p.Version, tt.p.Priority, tt.p.AdvertInt, got, tt.want)
+		}
+	}
+}
+
+func TestBackupTakesOverAfterMasterDownInterval(t *testing.T) {
+	s := newSim(t, v2params(100))
+	s.start()
+	s.until(10 * time.Second)
+	s.want(
+		"0s INIT->BACKUP",
+		"3.609375s advert 100", "3.609375s BACKUP->MASTER", "3.609375s garp 5",
+		"4.609375s advert 100", "5.609375s advert 100", "6.609375s advert 100", "7.609375s advert 100",
+		"8.609375s advert 100", "8.609375s garp 5", "9.609375s advert 100",
+	)
+}
+
+func TestAddressOwnerIsMasterAtOnce(t *testing.T) {
+	s := newSim(t, v2params(255))
+	s.start()
+	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5")
+}
+
+func TestBackupStaysWhileMasterSpeaks(t *testing.T) {
+	s := newSim(t, v2params(100))
+	s.start()
+	for i := 1; i <= 10; i++ {
+		s.advert(time.Duration(i)*time.Second, 200, "192.0.2.2", 1)
+	}
+	s.until(13 * time.Second) // 10 s + 3.609 s: not yet
+	s.want("0s INIT->BACKUP")
+	s.until(14 * time.Second)
+	s.want("13.609375s advert 100", "13.609375s BACKUP->MASTER", "13.609375s garp 5")
+}
+
+func TestPriorityZeroHandsOverAfterSkewTime(t *testing.T) {
+	s := newSim(t, v3params(100, time.Second))
+	s.start()
+	s.advert(1*time.Second, 200, "192.0.2.2", 100)
+	s.advert(2*time.Second, 0, "192.0.2.2", 100)
+	s.until(3 * time.Second)
+	s.want("0s INIT->BACKUP", "2.609375s advert 100", "2.609375s BACKUP->MASTER", "2.609375s garp 5")
+}
+
+func TestMasterAnswersPriorityZero(t *testing.T) {
+	s := newSim(t, v2params(255))
+	s.start()
+	s.advert(300*time.Millisecond, 0, "192.0.2.2", 1)
+	s.until(1500 * time.Millisecond)
+	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5", "300ms advert 255", "1.3s advert 255")
+}
+
+func TestMasterYields(t *testing.T) {
+	tests := []struct {
+		name  string
+		prio  uint8
+		src   string
+		yield bool
+	}{
+		{"higher priority", 201, "192.0.2.0", true},
+		{"equal priority, higher address", 200, "192.0.2.2", true},
+		{"equal priority, lower address", 200, "192.0.2.0", false},
+		{"lower priority", 199, "192.0.2.9", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSim(t, v2params(200))
+			s.start()
+			s.until(4 * time.Second)
+			s.rec.log = nil
+			s.advert(4100*time.Millisecond, tt.prio, tt.src, 1)
+			if tt.yield {
+				s.want("4.1s MASTER->BACKUP")
+				if s.m.MasterAddr() != netip.MustParseAddr(tt.src) {
+					t.Errorf("master address %s", s.m.MasterAddr())
+				}
+			} else {
+				s.want("4.1s advert 200")
+			}
+		})
+	}
+}
+
+func TestPreemptAndNopreempt(t *testing.T) {
+	for _, preempt := range []bool{true, false} {
+		t.Run(fmt.Sprint("preempt=", preempt), func(t *testing.T) {
+			p := v2params(200)
+			p.Preempt = preempt
+			s := newSim(t, p)
+			s.start()
+			for i := 1; i <= 8; i++ {
+				s.advert(time.Duration(i)*time.Second, 100, "192.0.2.2", 1)
+			}
+			s.until(9 * time.Second)
+			if preempt {
+				// The lower priority master is ignored: the down timer set
+				// at start expires.
+				// Once master, it answers each lower priority advert at
+				// once (and its own timer restarts from there).
+				s.want("0s INIT->BACKUP", "3.21875s advert 200", "3.21875s BACKUP->MASTER", "3.21875s garp 5",
+					"4s advert 200", "5s advert 200", "5s advert 200", "6s advert 200", "6s advert 200",
+					"7s advert 200", "7s advert 200", "8s advert 200", "8s advert 200", "8.21875s garp 5",
+					"9s advert 200")
+			} else {
+				s.want("0s INIT->BACKUP")
+			}
+		})
+	}
+}
+
+func TestPreemptDelay(t *testing.T) {
+	p := v2params(200)
+	p.PreemptDelay = 5 * time.Second
+	s := newSim(t, p)
+	s.start()
+	for i := 1; i <= 20; i++ {
+		s.advert(time.Duration(i)*time.Second, 100, "192.0.2.2", 1)
+	}
+	// Adverts are taken until 5 s after start (the last at 5 s sets the
+	// down timer to 8.21875 s); after that they are ignored.
+	if got := s.m.State(); got != Master {
+		t.Fatalf("state %s", got)
+	}
+	if !strings.Contains(strings.Join(s.rec.log, "\n"), "8.21875s BACKUP->MASTER") {
+		t.Errorf("log:\n%s", strings.Join(s.rec.log, "\n"))
+	}
+}
+
+func TestV3BackupAdoptsMasterInterval(t *testing.T) {
+	s := newSim(t, v3params(100, time.Second))
+	s.start()
+	s.advert(500*time.Millisecond, 200, "192.0.2.2", 50) // the master sends every 0.5 s
+	if got, want := s.m.MasterDownInterval(), 1500*time.Millisecond+156*500*time.Millisecond/256; got != want {
+		t.Errorf("Master_Down_Interval %v, want %v", got, want)
+	}
+	s.until(3 * time.Second)
+	s.want("0s INIT->BACKUP", "2.3046875s advert 100", "2.3046875s BACKUP->MASTER", "2.3046875s garp 5")
+}
+
+func TestFault(t *testing.T) {
+	s := newSim(t, v2params(255))
+	s.start()
+	s.until(500 * time.Millisecond)
+	s.m.SetFault(s.t0.Add(s.now), true)
+	s.until(3 * time.Second) // nothing is sent in fault
+	s.m.SetFault(s.t0.Add(s.now), false)
+	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5", "500ms MASTER->FAULT",
+		"3s advert 255", "3s FAULT->MASTER", "3s garp 5")
+}
+
+func TestFaultBeforeStart(t *testing.T) {
+	s := newSim(t, v2params(100))
+	s.m.SetFault(s.t0, true)
+	s.start()
+	s.until(10 * time.Second)
+	s.want("0s INIT->FAULT")
+}
+
+func TestStopSendsPriorityZero(t *testing.T) {
+	s := newSim(t, v2params(255))
+	s.start()
+	s.until(time.Second)
+	s.m.Stop()
+	s.until(5 * time.Second)
+	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5", "1s advert 255", "1s advert 0", "1s MASTER->INIT")
+}
+
+func TestGarpRefresh(t *testing.T) {
+	p := v2params(255)
+	p.Garp = GarpParams{Repeat: 2, Delay: 0, Refresh: 10 * time.Second, RefreshRepeat: 1}
+	p.AdvertInt = 100 * time.Second // keep adverts out of the log
+	s := newSim(t, p)
+	s.start()
+	s.until(25 * time.Second)
+	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 2", "10s garp 1", "20s garp 1")
+}
+
+func TestEffectivePriority(t *testing.T) {
+	m := NewMachine(v2params(100), &recorder{at: new(time.Duration)})
+	m.SetPriority(0)
+	if m.Priority() != 1 {
+		t.Errorf("clamped low: %d", m.Priority())
+	}
+	m.SetPriority(255)
+	if m.Priority() != 254 {
+		t.Errorf("clamped high: %d", m.Priority())
+	}
+	owner := NewMachine(v2params(255), &recorder{at: new(time.Duration)})
+	owner.SetPriority(100)
+	if owner.Priority() != 255 {
+		t.Errorf("owner adjusted: %d", owner.Priority())
+	}
+}
