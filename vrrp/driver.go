@@ -1,0 +1,93 @@
+package vrrp
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Driver runs a Machine in a goroutine of its own: it feeds it the events
+// sent to it and calls Tick when the machine's deadline comes. The clock is
+// the time package's, so tests run it inside testing/synctest.
+type Driver struct {
+	m      *Machine
+	events chan func(now time.Time)
+}
+
+// NewDriver returns a driver for a machine with these parameters and
+// actions; the actions are called from Run's goroutine only.
+func NewDriver(p Params, act Actions) *Driver {
+	return &Driver{m: NewMachine(p, act), events: make(chan func(time.Time), 64)}
+}
+
+// Receive hands the machine an advert that passed Check. The advert is
+// copied, so the caller may reuse it.
+func (d *Driver) Receive(a *Advert, src netip.Addr) {
+	c := *a
+	c.Addrs = slices.Clone(a.Addrs)
+	d.events <- func(now time.Time) { d.m.Advert(now, &c, src) }
+}
+
+// SetFault marks a tracked resource down or up.
+func (d *Driver) SetFault(fault bool) {
+	d.events <- func(now time.Time) { d.m.SetFault(now, fault) }
+}
+
+// SetPriority sets the effective priority.
+func (d *Driver) SetPriority(p uint8) {
+	d.events <- func(time.Time) { d.m.SetPriority(p) }
+}
+
+// Status is a snapshot of the machine.
+type Status struct {
+	State      State
+	Priority   uint8
+	MasterAddr netip.Addr
+}
+
+// Status asks the running machine for its state.
+func (d *Driver) Status(ctx context.Context) (Status, error) {
+	ch := make(chan Status, 1)
+	select {
+	case d.events <- func(time.Time) {
+		ch <- Status{State: d.m.State(), Priority: d.m.Priority(), MasterAddr: d.m.MasterAddr()}
+	}:
+	case <-ctx.Done():
+		return Status{}, ctx.Err()
+	}
+	select {
+	case s := <-ch:
+		return s, nil
+	case <-ctx.Done():
+		return Status{}, ctx.Err()
+	}
+}
+
+// Run starts the machine and runs it until ctx ends. A clean end (stop
+// true) is a shutdown: a master sends its priority 0 advert. stop false
+// leaves as a crash would, sending nothing; tests use it.
+func (d *Driver) Run(ctx context.Context, stop bool) {
+	d.m.Start(time.Now())
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		timer.Stop()
+		var fire <-chan time.Time
+		if dl := d.m.Deadline(); !dl.IsZero() {
+			timer.Reset(time.Until(dl))
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			if stop {
+				d.m.Stop()
+			}
+			return
+		case f := <-d.events:
+			f(time.Now())
+		case <-fire:
+			d.m.Tick(time.Now())
+		}
+	}
+}
