@@ -102,8 +102,8 @@ type Machine struct {
 	// start and after it began hearing that master.
 	started    time.Time
 	lowerSince time.Time
-	garpAt    time.Time // master: next gratuitous ARP burst
-	garpN     int       // its size
+	garpAt     time.Time // master: next gratuitous ARP burst
+	garpN      int       // its size
 }
 
 // NewMachine returns a machine in Initialize; call Start.
