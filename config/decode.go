@@ -15,7 +15,23 @@ import (
 type decoder struct {
 	rep *reporter
 	cfg *Config
+	// names holds the names declared per kind of block, valid or not, so
+	// that a reference to a block that had its own error is not reported
+	// again as a reference to nothing.
+	names map[string]map[string]bool
 }
+
+func (d *decoder) declared(kind, name string) {
+	if d.names == nil {
+		d.names = map[string]map[string]bool{}
+	}
+	if d.names[kind] == nil {
+		d.names[kind] = map[string]bool{}
+	}
+	d.names[kind][name] = true
+}
+
+func (d *decoder) isDeclared(kind, name string) bool { return d.names[kind][name] }
 
 // block describes the keywords one kind of block accepts. T is the model
 // value the block fills.

@@ -51,6 +51,7 @@ var topBlock = &block[Config]{
 		},
 		"vrrp_script": func(d *decoder, n *Node, c *Config) {
 			if name, ok := d.named(n); ok {
+				d.declared("vrrp_script", name)
 				s := &VRRPScript{Pos: n.Pos, Name: name, Interval: time.Second, Timeout: -1, Rise: 1, Fall: 1}
 				walk(d, n, scriptBlock, s)
 				if s.Script == nil || s.Script.Command == "" {
@@ -75,6 +76,7 @@ var topBlock = &block[Config]{
 		},
 		"vrrp_instance": func(d *decoder, n *Node, c *Config) {
 			if name, ok := d.named(n); ok {
+				d.declared("vrrp_instance", name)
 				in := newInstance(n.Pos, name)
 				walk(d, n, instanceBlock, in)
 				if hasChild(n, "virtual_router_id") {
@@ -85,6 +87,7 @@ var topBlock = &block[Config]{
 		},
 		"virtual_server_group": func(d *decoder, n *Node, c *Config) {
 			if name, ok := d.named(n); ok {
+				d.declared("virtual_server_group", name)
 				g := &VirtualServerGroup{Pos: n.Pos, Name: name, written: len(n.Children)}
 				d.lines(n, func(e *Node) {
 					if entry, ok := d.vsgEntry(e); ok {
@@ -159,8 +162,13 @@ func (d *decoder) garpDelay(n *Node) (time.Duration, bool) {
 	return time.Duration(v) * time.Second, ok
 }
 
+// garpRepeat reads a burst size; where lo is 1, keepalived reads 0 as 1.
 func (d *decoder) garpRepeat(n *Node, lo int64) (int, bool) {
-	v, ok := d.integer(n, lo, 1<<31-1)
+	v, ok := d.integer(n, 0, 1<<31-1)
+	if ok && v < lo {
+		d.rep.warnf(n.Pos, n.Keyword, "must be at least %d: %d used, as keepalived does", lo, lo)
+		v = lo
+	}
 	return int(v), ok
 }
 

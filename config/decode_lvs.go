@@ -551,7 +551,9 @@ var httpCheckBlock = &block[Checker]{
 			u := &URL{Pos: n.Pos}
 			walk(d, n, urlBlock, u)
 			if u.Path == "" {
-				d.rep.errorf(n.Pos, n.Keyword, "has no path")
+				if !hasChild(n, "path") {
+					d.rep.errorf(n.Pos, n.Keyword, "has no path")
+				}
 				return
 			}
 			if u.StatusCodes == nil {

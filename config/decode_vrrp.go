@@ -69,6 +69,7 @@ var instanceBlock = &block[Instance]{
 		"version": func(d *decoder, n *Node, in *Instance) {
 			if v, ok := d.integer(n, 2, 3); ok {
 				in.Version = int(v)
+				markSet(&in.set, n)
 			}
 		},
 		"nopreempt": func(d *decoder, n *Node, in *Instance) {
@@ -96,9 +97,13 @@ var instanceBlock = &block[Instance]{
 				walk(d, n, authBlock, a)
 				switch {
 				case a.Type == "":
-					d.rep.errorf(n.Pos, n.Keyword, "has no auth_type")
+					if !hasChild(n, "auth_type") {
+						d.rep.errorf(n.Pos, n.Keyword, "has no auth_type")
+					}
 				case a.Type == "PASS" && a.Pass == "":
-					d.rep.errorf(n.Pos, n.Keyword, "auth_type PASS has no auth_pass")
+					if !hasChild(n, "auth_pass") {
+						d.rep.errorf(n.Pos, n.Keyword, "auth_type PASS has no auth_pass")
+					}
 				default:
 					in.Auth = a
 					markSet(&in.set, n)
@@ -305,13 +310,13 @@ var scriptBlock = &block[VRRPScript]{
 			}
 		},
 		"interval": func(d *decoder, n *Node, s *VRRPScript) {
-			if v, ok := d.timer(n, 0, 86400*time.Second); ok {
-				s.Interval = max(v, 10*time.Millisecond)
+			if v, ok := d.scriptSeconds(n); ok {
+				s.Interval = v
 			}
 		},
 		"timeout": func(d *decoder, n *Node, s *VRRPScript) {
-			if v, ok := d.timer(n, 0, 86400*time.Second); ok {
-				s.Timeout = max(v, 10*time.Millisecond)
+			if v, ok := d.scriptSeconds(n); ok {
+				s.Timeout = v
 			}
 		},
 		"weight": func(d *decoder, n *Node, s *VRRPScript) {
@@ -392,6 +397,20 @@ var syncGroupBlock = &block[SyncGroup]{
 		"smtp_alert":              "directord sends no e-mail; use notify scripts",
 		"notify_priority_changes": "",
 	},
+}
+
+// scriptSeconds reads a vrrp_script interval or timeout: whole seconds up
+// to 4294, 0 read as 1 as keepalived does.
+func (d *decoder) scriptSeconds(n *Node) (time.Duration, bool) {
+	v, ok := d.integer(n, 0, 4294)
+	if !ok {
+		return 0, false
+	}
+	if v == 0 {
+		d.rep.warnf(n.Pos, n.Keyword, "0 read as 1 second, as keepalived does")
+		v = 1
+	}
+	return time.Duration(v) * time.Second, true
 }
 
 // trackInterfaces reads a track_interface block: "IF [weight W [reverse]]".

@@ -137,17 +137,31 @@ func (ds Diagnostics) sortStable(fileOrder map[string]int) {
 	})
 }
 
-// reporter collects diagnostics; the stages of loading share one.
+// reporter collects diagnostics; the stages of loading share one. A
+// diagnostic identical to one already reported (a line a ~SEQ or a
+// parameter repeats) is kept once.
 type reporter struct {
 	diags Diagnostics
+	seen  map[Diagnostic]bool
+}
+
+func (r *reporter) add(d Diagnostic) {
+	if r.seen == nil {
+		r.seen = map[Diagnostic]bool{}
+	}
+	if r.seen[d] {
+		return
+	}
+	r.seen[d] = true
+	r.diags = append(r.diags, d)
 }
 
 func (r *reporter) errorf(pos Pos, keyword, format string, args ...any) {
-	r.diags = append(r.diags, Diagnostic{Pos: pos, Severity: Error, Keyword: keyword, Message: fmt.Sprintf(format, args...)})
+	r.add(Diagnostic{Pos: pos, Severity: Error, Keyword: keyword, Message: fmt.Sprintf(format, args...)})
 }
 
 func (r *reporter) warnf(pos Pos, keyword, format string, args ...any) {
-	r.diags = append(r.diags, Diagnostic{Pos: pos, Severity: Warning, Keyword: keyword, Message: fmt.Sprintf(format, args...)})
+	r.add(Diagnostic{Pos: pos, Severity: Warning, Keyword: keyword, Message: fmt.Sprintf(format, args...)})
 }
 
 func (r *reporter) unsupported(pos Pos, keyword, detail string) {
@@ -155,5 +169,5 @@ func (r *reporter) unsupported(pos Pos, keyword, detail string) {
 	if detail != "" {
 		msg += " (" + detail + ")"
 	}
-	r.diags = append(r.diags, Diagnostic{Pos: pos, Severity: Warning, Keyword: keyword, Message: msg, Unsupported: true})
+	r.add(Diagnostic{Pos: pos, Severity: Warning, Keyword: keyword, Message: msg, Unsupported: true})
 }

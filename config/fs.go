@@ -1,6 +1,9 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,8 +22,34 @@ type FileSystem interface {
 // OSFileSystem reads the host's files.
 type OSFileSystem struct{}
 
-// ReadFile reads the named file.
-func (OSFileSystem) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+// MaxFileSize is the largest configuration file OSFileSystem reads.
+const MaxFileSize = 256 << 20
+
+// ReadFile reads the named file. Only a regular file is read, and at most
+// MaxFileSize bytes of it: a device, a FIFO or a directory named by mistake
+// (include /dev/zero) is an error, not an endless read.
+func (OSFileSystem) ReadFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: name, Err: errors.New("not a regular file")}
+	}
+	if st.Size() > MaxFileSize {
+		return nil, &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than %d bytes", MaxFileSize)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err == nil && len(b) > MaxFileSize {
+		err = &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than %d bytes", MaxFileSize)}
+	}
+	return b, err
+}
 
 // Glob expands pattern with filepath.Glob.
 func (OSFileSystem) Glob(pattern string) ([]string, error) { return filepath.Glob(pattern) }

@@ -55,6 +55,12 @@ func Load(path string, opts Options) (*Config, Diagnostics) {
 		cfg.Files = append(cfg.Files, name)
 	}
 	sortByOrder(cfg.Files, r.fileOrder)
+	if r.full {
+		// A limit cut the reading short: what was read is partial, and its
+		// faults would only hide the one that matters.
+		rep.diags.sortStable(r.fileOrder)
+		return cfg, rep.diags
+	}
 	d := &decoder{rep: rep, cfg: cfg}
 	walk(d, &Node{Children: nodes}, topBlock, cfg)
 	d.resolve()

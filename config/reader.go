@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"path/filepath"
@@ -31,6 +32,8 @@ type limits struct {
 	lines        int // logical lines in all, after expansion
 	seqSteps     int // values one ~SEQ or ~LST may produce
 	inputBytes   int // bytes read from all files
+	fileReads    int // files read, counting each include of a file again
+	words        int // words in all, after expansion: what the tree keeps
 }
 
 var defaultLimits = limits{
@@ -40,6 +43,8 @@ var defaultLimits = limits{
 	lines:        1 << 20,
 	seqSteps:     1 << 20,
 	inputBytes:   512 << 20,
+	fileReads:    4096,
+	words:        8 << 20,
 }
 
 type reader struct {
@@ -48,7 +53,10 @@ type reader struct {
 	rep    *reporter
 	lim    limits
 	params map[string]string
-	rand   *rand.Rand
+	// paramPos is where each parameter was defined, so that the lines of a
+	// multiline parameter report their own lines.
+	paramPos map[string]Pos
+	rand     *rand.Rand
 
 	// emit receives each logical line; the words are only valid during
 	// the call.
@@ -59,6 +67,8 @@ type reader struct {
 	fileOrder map[string]int // files in the order first read
 	readBytes int
 	work      int      // lines processed, including those expansion produced
+	reads     int      // files read
+	words     int      // words produced
 	hints     []string // warnings about the line being substituted
 	full      bool     // a limit was hit: stop producing lines
 }
@@ -70,6 +80,7 @@ func newReader(fsys FileSystem, id string, rep *reporter, lim limits) *reader {
 		rep:       rep,
 		lim:       lim,
 		params:    map[string]string{},
+		paramPos:  map[string]Pos{},
 		rand:      rand.New(rand.NewPCG(1, 2)),
 		fileOrder: map[string]int{},
 	}
@@ -90,6 +101,13 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 	}
 	if len(r.stack) > r.lim.includeDepth {
 		r.rep.errorf(from, "include", "includes nested deeper than %d files", r.lim.includeDepth)
+		r.full = true
+		return
+	}
+	r.reads++
+	if r.reads > r.lim.fileReads {
+		r.rep.errorf(from, "include", "more than %d files read in all (a file included again and again?)", r.lim.fileReads)
+		r.full = true
 		return
 	}
 	data, err := r.fs.ReadFile(name)
@@ -212,11 +230,13 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 	if r.full {
 		return
 	}
-	r.work++
-	if r.work > 2*r.lim.lines {
-		r.rep.errorf(pos, "", "parameters or ~SEQ/~LST expand to more than %d lines", 2*r.lim.lines)
-		r.full = true
-		return
+	if depth > 0 {
+		r.work++
+		if r.work > 2*r.lim.lines {
+			r.rep.errorf(pos, "", "parameters or ~SEQ/~LST expand to more than %d lines", 2*r.lim.lines)
+			r.full = true
+			return
+		}
 	}
 	if depth > r.lim.expandDepth {
 		r.rep.errorf(pos, "", "parameters or ~SEQ/~LST nested deeper than %d", r.lim.expandDepth)
@@ -252,7 +272,19 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 	if s[0] == '$' {
 		if name, value, ok := paramDefinition(s); ok {
 			r.params[name] = value
+			r.paramPos[name] = pos
 			return
+		}
+		// A line that is just a multiline parameter expands to its lines,
+		// each reported at the line of the definition it came from.
+		if name, ok := soleParam(s); ok {
+			if v := r.params[name]; strings.Contains(v, "\n") {
+				dp := r.paramPos[name]
+				for i, l := range strings.Split(v, "\n") {
+					r.processLine(l, Pos{File: dp.File, Line: dp.Line + i}, depth+1, true)
+				}
+				return
+			}
 		}
 	}
 	if strings.HasPrefix(s, "~SEQ") || strings.HasPrefix(s, "~LST") {
@@ -294,6 +326,12 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 	}
 	if r.nlines >= r.lim.lines {
 		r.rep.errorf(pos, "", "configuration expands to more than %d lines", r.lim.lines)
+		r.full = true
+		return
+	}
+	r.words += len(toks)
+	if r.words > r.lim.words {
+		r.rep.errorf(pos, "", "configuration expands to more than %d words", r.lim.words)
 		r.full = true
 		return
 	}
@@ -479,6 +517,18 @@ func stripComments(s string) string {
 	return strings.TrimRight(b.String(), blanks)
 }
 
+// soleParam recognises a line that is only "$NAME" or "${NAME}".
+func soleParam(s string) (string, bool) {
+	s = strings.TrimRight(s, blanks)
+	if strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") {
+		s = "$" + s[2:len(s)-1]
+	}
+	if len(s) < 2 || s[0] != '$' || !validName(s[1:]) {
+		return "", false
+	}
+	return s[1:], true
+}
+
 func isNameStart(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
@@ -634,6 +684,9 @@ func (r *reader) lookup(name string) (string, bool) {
 			if hi, err = strconv.ParseInt(f[2], 10, 64); err != nil || hi < lo {
 				return "", false
 			}
+		}
+		if hi-lo == math.MaxInt64 { // hi-lo+1 would overflow
+			return "", false
 		}
 		return strconv.FormatInt(lo+r.rand.Int64N(hi-lo+1), 10), true
 	}

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // readLines runs the reader on an in-memory file system and renders each
@@ -119,8 +122,9 @@ func TestReader(t *testing.T) {
 			files: MapFS{"/etc/k/main.conf": "$RS= \\\nreal_server 10.0.0.${N} 80 { \\\n@high weight 2 \\\n@^high weight 1 \\\n}\n" +
 				"$N=1\n$RS\n$N=2\n$RS\n"},
 			id: "high",
-			want: "/etc/k/main.conf:7: real_server 10.0.0.1 80 {\n/etc/k/main.conf:7: weight 2\n/etc/k/main.conf:7: }\n" +
-				"/etc/k/main.conf:9: real_server 10.0.0.2 80 {\n/etc/k/main.conf:9: weight 2\n/etc/k/main.conf:9: }\n",
+			// Each line of the value is reported where it was written.
+			want: "/etc/k/main.conf:2: real_server 10.0.0.1 80 {\n/etc/k/main.conf:3: weight 2\n/etc/k/main.conf:5: }\n" +
+				"/etc/k/main.conf:2: real_server 10.0.0.2 80 {\n/etc/k/main.conf:3: weight 2\n/etc/k/main.conf:5: }\n",
 		},
 		{
 			name:  "conditional lines",
@@ -193,5 +197,47 @@ func TestReaderBoundsWork(t *testing.T) {
 				t.Fatalf("got %d diagnostics %v, want one: %s", len(rep.diags), rep.diags, tt.want)
 			}
 		})
+	}
+}
+
+// TestReaderRefusesEndlessFiles: a device or a FIFO named by an include is
+// refused before it is read.
+func TestReaderRefusesEndlessFiles(t *testing.T) {
+	dir := t.TempDir()
+	main := dir + "/main.conf"
+	if err := os.WriteFile(main, []byte("include /dev/zero\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, diags := Load(main, Options{Hostname: "h"})
+	want := main + ":1: error: include: cannot read /dev/zero: not a regular file"
+	if got := strings.TrimSpace(diags.String()); got != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+}
+
+// TestReaderBoundsFanOut: files that include the next one several times
+// over end in one error, quickly, under the default limits.
+func TestReaderBoundsFanOut(t *testing.T) {
+	files := MapFS{}
+	for i := 0; i < 30; i++ {
+		next := fmt.Sprintf("f%d.conf", i+1)
+		files[fmt.Sprintf("/k/f%d.conf", i)] = strings.Repeat("include "+next+"\n", 4)
+	}
+	files["/k/f30.conf"] = ""
+	start := time.Now()
+	_, diags := Load("/k/f0.conf", Options{FS: files, Hostname: "h"})
+	if len(diags) != 1 || !strings.Contains(diags[0].Message, "more than 4096 files read") {
+		t.Errorf("%d diagnostics: %q", len(diags), diags)
+	}
+	t.Logf("refused in %v", time.Since(start))
+}
+
+// TestReaderBoundsWords: a long line repeated by ~SEQ ends in one error
+// before the tree holds millions of words.
+func TestReaderBoundsWords(t *testing.T) {
+	conf := "$X=vrrp_script s" + strings.Repeat(" a", 400000) + "\n~SEQ(i, 100000) $X\n"
+	_, diags := Load("/k.conf", Options{FS: MapFS{"/k.conf": conf}, Hostname: "h"})
+	if len(diags) != 1 || diags[0].Message != "configuration expands to more than 8388608 words" {
+		t.Errorf("%d diagnostics: %q", len(diags), diags)
 	}
 }

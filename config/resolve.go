@@ -69,7 +69,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 	// 1500-byte packet: keepalived moves the rest to the excluded list.
 	maxVIPs := 255
 	if in.Family == "inet6" {
-		maxVIPs = (1500 - 40 - 8) / 16
+		maxVIPs = 89 // what keepalived fits in a 1500-byte packet
 	}
 	if len(in.VIPs) > maxVIPs {
 		d.rep.warnf(in.VIPs[maxVIPs].Pos, "virtual_ipaddress", "%s: an advert holds at most %d addresses: the %d from here on are handled as virtual_ipaddress_excluded, as keepalived does", in.Name, maxVIPs, len(in.VIPs)-maxVIPs)
@@ -77,15 +77,23 @@ func (d *decoder) resolveInstance(in *Instance) {
 		in.VIPs = in.VIPs[:maxVIPs:maxVIPs]
 	}
 	if in.Family == "inet6" && in.Version == 2 {
-		d.rep.warnf(in.Pos, "vrrp_instance", "%s: IPv6 needs VRRPv3; version 3 is used", in.Name)
+		// keepalived uses version 3 for IPv6 silently; say so only when
+		// the instance asked for version 2 itself.
+		if pos, ok := in.set["version"]; ok {
+			d.rep.warnf(pos, "version", "%s: IPv6 needs VRRPv3; version 3 is used", in.Name)
+		}
 		in.Version = 3
 	}
+	_, stateSet := in.set["state"]
 	if in.Priority < 0 {
 		in.Priority = 100
-		if _, ok := in.set["state"]; ok && in.State == "MASTER" {
+		if stateSet && in.State == "MASTER" {
 			in.Priority = 255
 			d.rep.warnf(in.Pos, "vrrp_instance", "%s: state MASTER without a priority: priority 255 (address owner), as keepalived does", in.Name)
 		}
+	}
+	if !stateSet && in.Priority == 255 {
+		in.State = "MASTER" // the address owner starts as master, as in keepalived
 	}
 	// advert_int: whole seconds in VRRPv2, centiseconds up to 40.95 s in v3.
 	if in.Version == 2 {
@@ -155,12 +163,26 @@ func (d *decoder) resolveInstance(in *Instance) {
 			in.CheckUnicastSrc = true
 		}
 	}
-	if in.State == "MASTER" {
-		if pos, ok := in.set["nopreempt"]; ok {
-			d.rep.warnf(pos, "nopreempt", "has no effect with state MASTER: the instance starts as master anyway")
+	d.strictMode(in)
+	// keepalived's rules for preemption, applied as it applies them.
+	if pos, ok := in.set["nopreempt"]; ok && !in.Preempt {
+		switch {
+		case in.State == "MASTER":
+			d.rep.warnf(pos, "nopreempt", "needs state BACKUP: cleared, as keepalived does")
+			in.Preempt = true
+		case in.Priority == 255:
+			d.rep.warnf(pos, "nopreempt", "the address owner always preempts: cleared, as keepalived does")
+			in.Preempt = true
 		}
-		if pos, ok := in.set["preempt_delay"]; ok {
-			d.rep.warnf(pos, "preempt_delay", "has no effect with state MASTER")
+	}
+	if pos, ok := in.set["preempt_delay"]; ok && in.PreemptDelay > 0 {
+		switch {
+		case in.State == "MASTER":
+			d.rep.warnf(pos, "preempt_delay", "needs state BACKUP: cleared, as keepalived does")
+			in.PreemptDelay = 0
+		case !in.Preempt:
+			d.rep.warnf(pos, "preempt_delay", "has no use with nopreempt: cleared, as keepalived does")
+			in.PreemptDelay = 0
 		}
 	}
 	for k, pos := range in.set {
@@ -173,6 +195,33 @@ func (d *decoder) resolveInstance(in *Instance) {
 				d.rep.warnf(pos, "lvs_sync_daemon_interface", "ignored: global_defs sets lvs_sync_daemon")
 			}
 		}
+	}
+}
+
+// strictMode applies vrrp_strict / strict_mode as keepalived does: RFC
+// behaviour only.
+func (d *decoder) strictMode(in *Instance) {
+	if !in.Strict {
+		return
+	}
+	if in.State == "MASTER" && in.Priority != 255 {
+		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode allows state MASTER only for the address owner (priority 255): BACKUP, as keepalived does", in.Name)
+		in.State = "BACKUP"
+	}
+	if in.Auth != nil {
+		d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "strict mode has no authentication: ignored, as keepalived does")
+		in.Auth = nil
+	}
+	if in.PreemptDelay > 0 {
+		d.rep.warnf(posOf(in.set, "preempt_delay", in.Pos), "preempt_delay", "strict mode has no preempt_delay: cleared, as keepalived does")
+		in.PreemptDelay = 0
+	}
+	in.Garp.LowerPrioRepeat, in.Garp.LowerPrioDelay = 0, 0
+	if len(in.UnicastPeers) > 0 {
+		d.rep.errorf(in.Pos, "unicast_peer", "%s: strict mode does not allow unicast", in.Name)
+	}
+	if len(in.VIPs) == 0 {
+		d.rep.errorf(in.Pos, "vrrp_instance", "%s: strict mode needs at least one virtual_ipaddress", in.Name)
 	}
 }
 
@@ -308,7 +357,15 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 		vs.Hysteresis = vs.Quorum - 1
 	}
 	if len(vs.RealServers) > 0 && int64(vs.Quorum) > total {
-		d.rep.warnf(vs.Pos, "quorum", "%d is more than the real servers' total weight %d: quorum can never be reached", vs.Quorum, total)
+		if total >= 1 {
+			d.rep.warnf(vs.Pos, "quorum", "%d is more than the real servers' total weight %d: %d used, as keepalived does", vs.Quorum, total, total)
+			vs.Quorum = uint32(total)
+			if vs.Hysteresis >= vs.Quorum {
+				vs.Hysteresis = vs.Quorum - 1
+			}
+		} else {
+			d.rep.warnf(vs.Pos, "quorum", "the real servers' total weight is 0: quorum %d can never be reached", vs.Quorum)
+		}
 	}
 }
 
@@ -359,7 +416,8 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
 	}
 	if rs.Method.Kind != "NAT" && vs.Addr.IsValid() && rs.Addr.Port() != vs.Addr.Port() {
-		d.rep.warnf(rs.Pos, "real_server", "%s cannot change the port: connections reach port %d, not %d", rs.Method.Kind, vs.Addr.Port(), rs.Addr.Port())
+		d.rep.warnf(rs.Pos, "real_server", "%s cannot change the port: port %d used, not %d, as keepalived does", rs.Method.Kind, vs.Addr.Port(), rs.Addr.Port())
+		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
 	}
 	vt, rt := vs.timing, rs.timing
 	for _, c := range rs.Checkers {

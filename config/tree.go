@@ -65,7 +65,7 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 				continue
 			}
 			n.Block = true
-			if len(b.stack) >= maxDepth {
+			if len(b.stack) > maxDepth {
 				b.rep.errorf(n.Pos, n.Keyword, "blocks nested deeper than %d", maxDepth)
 				b.skip = 1
 				continue
@@ -80,6 +80,15 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 			}
 			b.stack = b.stack[:len(b.stack)-1]
 		default:
+			if len(b.stack) > 1 && topLevelBlocks[t.text] && !t.quoted {
+				// A block that only stands at the top level, inside another:
+				// the block open above lacks its "}". Say so once, there,
+				// and go on at the top level rather than reading every
+				// block that follows one level too deep.
+				open := b.stack[len(b.stack)-1]
+				b.rep.errorf(open.Pos, open.Keyword, "block is never closed: missing } before %s at %s", t.text, pos)
+				b.stack = b.stack[:1]
+			}
 			j := i + 1
 			for j < len(toks) && (toks[j].quoted || (toks[j].text != "{" && toks[j].text != "}")) {
 				j++
@@ -99,13 +108,18 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 	}
 }
 
-// finish closes the input and returns the top-level nodes. A block still
-// open is reported once, at the outermost one: the missing "}" is in it or
-// in a block inside it.
+// finish closes the input and returns the top-level nodes. Blocks still
+// open are reported once, at the innermost.
 func (b *treeBuilder) finish() []*Node {
 	if len(b.stack) > 1 {
-		n := b.stack[1]
+		n := b.stack[len(b.stack)-1]
 		b.rep.errorf(n.Pos, n.Keyword, "block is never closed: missing }")
 	}
 	return b.root.Children
+}
+
+// topLevelBlocks are the blocks that only stand at the top level.
+var topLevelBlocks = map[string]bool{
+	"global_defs": true, "vrrp_script": true, "vrrp_sync_group": true, "vrrp_instance": true,
+	"virtual_server_group": true, "virtual_server": true,
 }

@@ -36,7 +36,7 @@ func (d *decoder) validateVRRP() {
 
 	checkScripts := func(ts []TrackScript) {
 		for _, t := range ts {
-			if _, ok := scripts[t.Name]; !ok {
+			if _, ok := scripts[t.Name]; !ok && !d.isDeclared("vrrp_script", t.Name) {
 				d.rep.errorf(t.pos, t.Name, "track_script: no vrrp_script %s is defined%s", t.Name, didYouMean(t.Name, keys(scripts)))
 			}
 		}
@@ -72,6 +72,9 @@ func (d *decoder) validateVRRP() {
 				d.rep.errorf(p.pos, "unicast_peer", "%s is not an %s address like %s's virtual addresses", p.Addr, in.Family, in.Name)
 			}
 		}
+		if in.Version == 3 && len(in.VIPs) == 0 && !in.Strict {
+			d.rep.errorf(in.Pos, "vrrp_instance", "%s: VRRPv3 needs at least one virtual_ipaddress (keepalived refuses it too)", in.Name)
+		}
 		if in.Priority == 255 && in.State != "MASTER" {
 			d.rep.warnf(in.Pos, "priority", "%s: priority 255 means this router owns the addresses; it should be state MASTER", in.Name)
 		}
@@ -98,7 +101,7 @@ func (d *decoder) validateVRRP() {
 			d.rep.warnf(g.Pos, "vrrp_sync_group", "%s has only one instance", g.Name)
 		}
 		for i, m := range g.Members {
-			if _, ok := instances[m]; !ok {
+			if _, ok := instances[m]; !ok && !d.isDeclared("vrrp_instance", m) {
 				d.rep.errorf(g.memberPos[i], "vrrp_sync_group", "%s: no vrrp_instance %s is defined%s", g.Name, m, didYouMean(m, keys(instances)))
 				continue
 			}
@@ -172,7 +175,7 @@ func (d *decoder) validateLVS() {
 	unique(d, "virtual_server", cfg.VirtualServers, func(vs *VirtualServer) (string, Pos) { return vsKey(vs), vs.Pos })
 	for _, vs := range cfg.VirtualServers {
 		if vs.Group != "" {
-			if _, ok := groups[vs.Group]; !ok {
+			if _, ok := groups[vs.Group]; !ok && !d.isDeclared("virtual_server_group", vs.Group) {
 				d.rep.errorf(vs.Pos, "virtual_server", "no virtual_server_group %s is defined%s", vs.Group, didYouMean(vs.Group, keys(groups)))
 			}
 		}
