@@ -25,7 +25,7 @@ test: test-deps
 	$(GO) test -race -count=1 ./...
 
 # The Debian packages the tests read or run; installed when missing.
-TEST_PACKAGES := keepalived
+TEST_PACKAGES := keepalived iproute2
 test-deps:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_PACKAGES)"
 

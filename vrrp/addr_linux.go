@@ -1,0 +1,174 @@
+package vrrp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/directord/directord/config"
+)
+
+// Addrs adds and removes virtual addresses with netlink and remembers which
+// it added, so that it removes exactly those, and never an address that was
+// on the interface before (the address owner's, or an operator's).
+//
+// # Network namespaces
+//
+// The netlink handle decides the namespace: netlink.NewHandleAt for another
+// one.
+type Addrs struct {
+	h *netlink.Handle
+
+	mu    sync.Mutex
+	added map[addrKey]*netlink.Addr
+}
+
+type addrKey struct {
+	link   string
+	prefix netip.Prefix
+}
+
+// NewAddrs returns an Addrs working through h.
+func NewAddrs(h *netlink.Handle) *Addrs {
+	return &Addrs{h: h, added: map[addrKey]*netlink.Addr{}}
+}
+
+// toNetlink converts a configured virtual address.
+func toNetlink(v config.VIP) *netlink.Addr {
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: v.Prefix.Addr().AsSlice(), Mask: net.CIDRMask(v.Prefix.Bits(), v.Prefix.Addr().BitLen())},
+		Label: v.Label}
+	if v.Prefix.Addr().Is4() {
+		// As "ip addr add" without brd: no broadcast address unless given.
+		a.Broadcast = net.IPv4zero
+		if v.Broadcast.IsValid() {
+			a.Broadcast = v.Broadcast.AsSlice()
+		}
+	}
+	switch v.Scope {
+	case "", "global":
+		a.Scope = int(netlink.SCOPE_UNIVERSE)
+	case "site":
+		a.Scope = int(netlink.SCOPE_SITE)
+	case "link":
+		a.Scope = int(netlink.SCOPE_LINK)
+	case "host":
+		a.Scope = int(netlink.SCOPE_HOST)
+	case "nowhere":
+		a.Scope = int(netlink.SCOPE_NOWHERE)
+	default:
+		fmt.Sscan(v.Scope, &a.Scope)
+	}
+	if v.Peer.IsValid() {
+		a.Peer = &net.IPNet{IP: v.Peer.AsSlice(), Mask: net.CIDRMask(v.Peer.BitLen(), v.Peer.BitLen())}
+	}
+	if v.NoDAD {
+		a.Flags |= syscall.IFA_F_NODAD
+	}
+	if v.Home {
+		a.Flags |= syscall.IFA_F_HOMEADDRESS
+	}
+	if v.NoPrefixRoute {
+		a.Flags |= 0x200 // IFA_F_NOPREFIXROUTE
+	}
+	if v.MngTmpAddr {
+		a.Flags |= 0x100 // IFA_F_MANAGETEMPADDR
+	}
+	if v.Prefix.Addr().Is6() {
+		a.ValidLft = 0xffffffff // forever
+		a.PreferedLft = 0xffffffff
+		if v.PreferredLft >= 0 {
+			a.PreferedLft = v.PreferredLft
+		}
+	}
+	return a
+}
+
+// Add adds v on link. An address already there is left alone and not
+// claimed: Remove will not take it away.
+func (m *Addrs) Add(link string, v config.VIP) error {
+	l, err := m.h.LinkByName(link)
+	if err != nil {
+		return fmt.Errorf("add %s: link %s: %w", v.Prefix, link, err)
+	}
+	a := toNetlink(v)
+	err = m.h.AddrAdd(l, a)
+	if errors.Is(err, syscall.EEXIST) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("add %s to %s: %w", v.Prefix, link, err)
+	}
+	m.mu.Lock()
+	m.added[addrKey{link, v.Prefix}] = a
+	m.mu.Unlock()
+	return nil
+}
+
+// Remove removes v from link if Add added it.
+func (m *Addrs) Remove(link string, v config.VIP) error {
+	k := addrKey{link, v.Prefix}
+	m.mu.Lock()
+	a, ok := m.added[k]
+	delete(m.added, k)
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return m.del(link, a)
+}
+
+func (m *Addrs) del(link string, a *netlink.Addr) error {
+	l, err := m.h.LinkByName(link)
+	if err != nil {
+		return fmt.Errorf("remove %s: link %s: %w", a.IPNet, link, err)
+	}
+	if err := m.h.AddrDel(l, a); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		return fmt.Errorf("remove %s from %s: %w", a.IPNet, link, err)
+	}
+	return nil
+}
+
+// RemoveAll removes every address Add added.
+func (m *Addrs) RemoveAll() error {
+	m.mu.Lock()
+	added := m.added
+	m.added = map[addrKey]*netlink.Addr{}
+	m.mu.Unlock()
+	var errs []error
+	for k, a := range added {
+		if err := m.del(k.link, a); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Has reports whether link holds addr, for tests and status. List calls
+// may be interrupted by a concurrent change (netlink.ErrDumpInterrupted,
+// since vishvananda/netlink 1.3.0): they are retried.
+func Has(h *netlink.Handle, link string, addr netip.Addr) (bool, error) {
+	l, err := h.LinkByName(link)
+	if err != nil {
+		return false, err
+	}
+	for try := 0; ; try++ {
+		list, err := h.AddrList(l, netlink.FAMILY_ALL)
+		if errors.Is(err, netlink.ErrDumpInterrupted) && try < 5 {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, a := range list {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}

@@ -1,0 +1,200 @@
+package vrrp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// Default VRRP multicast groups (RFC 5798 section 5.1.1.2 and 5.1.2.2).
+var (
+	Group4 = netip.MustParseAddr("224.0.0.18")
+	Group6 = netip.MustParseAddr("ff02::12")
+)
+
+// Conn sends and receives VRRP on one interface for one address family: a
+// raw IP socket for protocol 112, joined to the VRRP multicast group on the
+// interface, sending with TTL (hop limit) 255 and reading the TTL, the
+// destination and the interface of every packet from control messages.
+//
+// # Network namespaces
+//
+// A Conn belongs to the network namespace of the thread that opened it;
+// open it from a goroutine locked to a thread inside the namespace.
+type Conn struct {
+	ifi   *net.Interface
+	ipv6  bool
+	group netip.Addr
+	c4    *ipv4.PacketConn
+	c6    *ipv6.PacketConn
+	raw   net.PacketConn
+}
+
+// Received is what a read returns besides the VRRP message.
+type Received struct {
+	Src, Dst netip.Addr
+	TTL      uint8
+	IfIndex  int
+}
+
+// OpenConn opens a VRRP socket on ifname for IPv4 (ipv6 false) or IPv6,
+// joined to group (Group4 or Group6 unless configured otherwise; an
+// invalid group joins none, for unicast only).
+func OpenConn(ifname string, ipv6Family bool, group netip.Addr) (*Conn, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("vrrp: interface %s: %w", ifname, err)
+	}
+	c := &Conn{ifi: ifi, ipv6: ipv6Family, group: group}
+	network, any := "ip4:112", "0.0.0.0"
+	if ipv6Family {
+		network, any = "ip6:112", "::"
+	}
+	c.raw, err = net.ListenPacket(network, any)
+	if err != nil {
+		return nil, fmt.Errorf("vrrp: open %s socket on %s: %w", network, ifname, err)
+	}
+	if err := c.setup(); err != nil {
+		c.raw.Close()
+		return nil, fmt.Errorf("vrrp: set up socket on %s: %w", ifname, err)
+	}
+	return c, nil
+}
+
+func (c *Conn) setup() error {
+	if !c.ipv6 {
+		c.c4 = ipv4.NewPacketConn(c.raw)
+		p := c.c4
+		if err := p.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
+			return err
+		}
+		if err := p.SetMulticastTTL(255); err != nil {
+			return err
+		}
+		if err := p.SetTTL(255); err != nil {
+			return err
+		}
+		if err := p.SetMulticastInterface(c.ifi); err != nil {
+			return err
+		}
+		if err := p.SetMulticastLoopback(false); err != nil {
+			return err
+		}
+		if c.group.IsValid() {
+			return p.JoinGroup(c.ifi, &net.IPAddr{IP: c.group.AsSlice()})
+		}
+		return nil
+	}
+	c.c6 = ipv6.NewPacketConn(c.raw)
+	p := c.c6
+	if err := p.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true); err != nil {
+		return err
+	}
+	if err := p.SetMulticastHopLimit(255); err != nil {
+		return err
+	}
+	if err := p.SetHopLimit(255); err != nil {
+		return err
+	}
+	if err := p.SetMulticastInterface(c.ifi); err != nil {
+		return err
+	}
+	if err := p.SetMulticastLoopback(false); err != nil {
+		return err
+	}
+	if c.group.IsValid() {
+		return p.JoinGroup(c.ifi, &net.IPAddr{IP: c.group.AsSlice()})
+	}
+	return nil
+}
+
+// Interface is the interface the Conn was opened on.
+func (c *Conn) Interface() *net.Interface { return c.ifi }
+
+// Close closes the socket.
+func (c *Conn) Close() error { return c.raw.Close() }
+
+// Read reads one VRRP message into b. Packets that arrive on another
+// interface (a raw socket sees every interface) are skipped.
+func (c *Conn) Read(b []byte) (int, Received, error) {
+	for {
+		var r Received
+		var n int
+		var src net.Addr
+		var err error
+		if c.c4 != nil {
+			var cm *ipv4.ControlMessage
+			n, cm, src, err = c.c4.ReadFrom(b)
+			if err == nil && cm != nil {
+				r.TTL, r.IfIndex = uint8(cm.TTL), cm.IfIndex
+				r.Dst, _ = netip.AddrFromSlice(cm.Dst.To4())
+			}
+		} else {
+			var cm *ipv6.ControlMessage
+			n, cm, src, err = c.c6.ReadFrom(b)
+			if err == nil && cm != nil {
+				r.TTL, r.IfIndex = uint8(cm.HopLimit), cm.IfIndex
+				r.Dst, _ = netip.AddrFromSlice(cm.Dst.To16())
+			}
+		}
+		if err != nil {
+			return 0, r, err
+		}
+		if ip, ok := src.(*net.IPAddr); ok {
+			r.Src, _ = netip.AddrFromSlice(ip.IP)
+			r.Src = r.Src.Unmap()
+			if ip.Zone != "" && r.Src.Is6() {
+				r.Src = r.Src.WithZone("")
+			}
+		}
+		if r.IfIndex != 0 && r.IfIndex != c.ifi.Index {
+			continue
+		}
+		return n, r, nil
+	}
+}
+
+// Write sends a VRRP message from src to dst (the group, or a unicast peer).
+func (c *Conn) Write(b []byte, src, dst netip.Addr) error {
+	to := &net.IPAddr{IP: dst.AsSlice()}
+	if c.c4 != nil {
+		cm := &ipv4.ControlMessage{IfIndex: c.ifi.Index, Src: src.AsSlice()}
+		_, err := c.c4.WriteTo(b, cm, to)
+		return err
+	}
+	if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() {
+		to.Zone = c.ifi.Name
+	}
+	cm := &ipv6.ControlMessage{IfIndex: c.ifi.Index, Src: src.AsSlice(), HopLimit: 255}
+	_, err := c.c6.WriteTo(b, cm, to)
+	return err
+}
+
+// PrimaryAddr returns the address adverts on ifi come from: the first IPv4
+// address for IPv4, the link-local address for IPv6 (RFC 5798 section
+// 5.1.2.1).
+func PrimaryAddr(ifi *net.Interface, ipv6Family bool) (netip.Addr, error) {
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		ip, _ := netip.AddrFromSlice(ipn.IP)
+		ip = ip.Unmap()
+		if !ipv6Family && ip.Is4() {
+			return ip, nil
+		}
+		if ipv6Family && ip.Is6() && ip.IsLinkLocalUnicast() {
+			return ip, nil
+		}
+	}
+	return netip.Addr{}, errors.New("no suitable address on " + ifi.Name)
+}

@@ -1,0 +1,330 @@
+package vrrp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/directord/directord/config"
+)
+
+// Node runs the VRRP instances of a configuration on this host: one socket
+// per interface and family, shared by the instances on it and demultiplexed
+// by VRID; one Driver per instance; virtual addresses through Addrs.
+type Node struct {
+	log   *slog.Logger
+	addrs *Addrs
+	socks []*sock
+	insts []*instance
+}
+
+// sock is one Conn with the instances that listen on it.
+type sock struct {
+	conn  *Conn
+	ipv6  bool
+	byID  map[uint8]*instance
+	drops [dropReasons]atomic.Uint64 // before an instance is known
+}
+
+// instance is one configured instance at run time; it is the Actions of its
+// Driver.
+type instance struct {
+	node    *Node
+	cfg     *config.Instance
+	sock    *sock
+	drv     *Driver
+	ann     *Announcer
+	params  Params
+	expect  Expect
+	primary netip.Addr
+	dsts    []netip.Addr
+	vips    []netip.Addr // in adverts
+	buf     []byte
+
+	drops       [dropReasons]atomic.Uint64
+	sent        atomic.Uint64
+	received    atomic.Uint64
+	transitions atomic.Uint64
+}
+
+// NewNode opens the sockets of every instance of cfg. It must run on a
+// thread inside the network namespace the instances belong to; h is a
+// netlink handle for that namespace.
+func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
+	n := &Node{log: log, addrs: NewAddrs(h)}
+	socks := map[string]*sock{}
+	for _, ci := range cfg.Instances {
+		in, err := n.newInstance(cfg, ci, socks)
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+		n.insts = append(n.insts, in)
+	}
+	return n, nil
+}
+
+func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[string]*sock) (*instance, error) {
+	ipv6 := ci.Family == "inet6"
+	group := cfg.Global.MCastGroup4
+	if ipv6 {
+		group = cfg.Global.MCastGroup6
+	}
+	if ci.MCastDstIP.IsValid() {
+		group = ci.MCastDstIP
+	}
+	unicast := len(ci.UnicastPeers) > 0
+	if unicast {
+		group = netip.Addr{}
+	}
+	key := fmt.Sprintf("%s/%v/%s", ci.Interface, ipv6, group)
+	s := socks[key]
+	if s == nil {
+		conn, err := OpenConn(ci.Interface, ipv6, group)
+		if err != nil {
+			return nil, err
+		}
+		s = &sock{conn: conn, ipv6: ipv6, byID: map[uint8]*instance{}}
+		socks[key] = s
+		n.socks = append(n.socks, s)
+	}
+	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500)}
+	s.byID[uint8(ci.VRID)] = in
+	var err error
+	switch {
+	case ci.UnicastSrcIP.IsValid():
+		in.primary = ci.UnicastSrcIP
+	case ci.MCastSrcIP.IsValid():
+		in.primary = ci.MCastSrcIP
+	default:
+		if in.primary, err = PrimaryAddr(s.conn.Interface(), ipv6); err != nil {
+			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
+		}
+	}
+	if unicast {
+		for _, p := range ci.UnicastPeers {
+			in.dsts = append(in.dsts, p.Addr)
+		}
+	} else {
+		in.dsts = []netip.Addr{group}
+	}
+	for _, v := range ci.VIPs {
+		in.vips = append(in.vips, v.Prefix.Addr())
+	}
+	in.ann, err = NewAnnouncer(s.conn.Interface(), !ipv6 || hasFamily(ci, false), ipv6 || hasFamily(ci, true))
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
+	}
+	in.params = Params{
+		Version: uint8(ci.Version), VRID: uint8(ci.VRID), Priority: uint8(ci.Priority),
+		AdvertInt: ci.AdvertInt, Preempt: ci.Preempt, PreemptDelay: ci.PreemptDelay,
+		Primary: in.primary, LowerPrioNoAdvert: ci.LowerPrioNoAdvert,
+		Garp: GarpParams{Repeat: ci.Garp.MasterRepeat, Delay: ci.Garp.MasterDelay,
+			LowerPrioDelay: ci.Garp.LowerPrioDelay, LowerPrioRep: ci.Garp.LowerPrioRepeat,
+			Refresh: ci.Garp.MasterRefresh, RefreshRepeat: ci.Garp.MasterRefreshRepeat},
+	}
+	in.expect = Expect{Version: uint8(ci.Version), Interval: in.interval(), Unicast: unicast,
+		CheckSource: ci.CheckUnicastSrc && unicast}
+	if ci.Auth != nil && ci.Version == 2 {
+		in.expect.AuthType = AuthSimple
+		if ci.Auth.Type == "AH" {
+			in.expect.AuthType = AuthAH
+		}
+		copy(in.expect.AuthData[:], ci.Auth.Pass)
+	}
+	for _, p := range ci.UnicastPeers {
+		in.expect.Peers = append(in.expect.Peers, p.Addr)
+		in.expect.MinTTL = max(in.expect.MinTTL, uint8(p.MinTTL))
+		if p.MaxTTL > 0 {
+			in.expect.MaxTTL = uint8(p.MaxTTL)
+		}
+	}
+	in.drv = NewDriver(in.params, in)
+	return in, nil
+}
+
+func hasFamily(ci *config.Instance, ipv6 bool) bool {
+	for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
+		if v.Prefix.Addr().Is6() == ipv6 {
+			return true
+		}
+	}
+	return false
+}
+
+// interval is our advert interval in the version's unit.
+func (in *instance) interval() uint16 {
+	if in.cfg.Version == 2 {
+		return uint16(in.cfg.AdvertInt / time.Second)
+	}
+	return uint16(in.cfg.AdvertInt / (10 * time.Millisecond))
+}
+
+// Run runs every instance until ctx ends, then stops them cleanly
+// (priority 0 adverts), removes the addresses it added and closes the
+// sockets.
+func (n *Node) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	runCtx, cancel := context.WithCancel(ctx)
+	for _, s := range n.socks {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.read(s) }()
+	}
+	var drivers sync.WaitGroup
+	for _, in := range n.insts {
+		drivers.Add(1)
+		go func() { defer drivers.Done(); in.drv.Run(runCtx, true) }()
+	}
+	<-ctx.Done()
+	cancel()
+	drivers.Wait() // every master has sent its priority 0 advert
+	err := n.addrs.RemoveAll()
+	n.Close()
+	wg.Wait()
+	return err
+}
+
+// Close closes the sockets.
+func (n *Node) Close() {
+	for _, s := range n.socks {
+		s.conn.Close()
+	}
+	for _, in := range n.insts {
+		if in.ann != nil {
+			in.ann.Close()
+		}
+	}
+}
+
+// read receives on one socket until it is closed.
+func (n *Node) read(s *sock) {
+	buf := make([]byte, 9000)
+	var a Advert
+	a.Addrs = make([]netip.Addr, 0, MaxAddrs)
+	for {
+		nb, r, err := s.conn.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			n.log.Warn("vrrp read", "interface", s.conn.Interface().Name, "err", err)
+			continue
+		}
+		if err := a.Unmarshal(buf[:nb], r.Src, r.Dst); err != nil {
+			var de *DecodeError
+			if errors.As(err, &de) {
+				s.drops[de.Reason].Add(1)
+			}
+			continue
+		}
+		in := s.byID[a.VRID]
+		if in == nil {
+			s.drops[DropVRID].Add(1)
+			continue
+		}
+		if reason := a.Check(r.TTL, r.Src, &in.expect); reason != DropNone {
+			in.drops[reason].Add(1)
+			continue
+		}
+		if r.Src == in.primary {
+			continue // our own advert, looped back
+		}
+		in.received.Add(1)
+		in.drv.Receive(&a, r.Src)
+	}
+}
+
+// SendAdvert is an Action: one advert to the group or each unicast peer.
+func (in *instance) SendAdvert(prio uint8) {
+	a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: prio, Interval: in.interval(),
+		AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
+	for _, dst := range in.dsts {
+		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, PseudoHeader)
+		if err == nil {
+			err = in.sock.conn.Write(b, in.primary, dst)
+		}
+		if err != nil {
+			in.node.log.Warn("vrrp send", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "dst", dst, "err", err)
+			continue
+		}
+		in.sent.Add(1)
+	}
+}
+
+// SendGARP is an Action: n announcements of every virtual address.
+func (in *instance) SendGARP(n int) {
+	var addrs []netip.Addr
+	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
+		if v.Dev == "" || v.Dev == in.cfg.Interface {
+			addrs = append(addrs, v.Prefix.Addr())
+		}
+	}
+	for i := 0; i < n; i++ {
+		if err := in.ann.Announce(addrs); err != nil {
+			in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+		}
+	}
+}
+
+// Transition is an Action: a master holds the virtual addresses, any other
+// state none.
+func (in *instance) Transition(from, to State) {
+	in.transitions.Add(1)
+	in.node.log.Info("vrrp transition", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "from", from.String(), "to", to.String())
+	vips := append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...)
+	for _, v := range vips {
+		dev := v.Dev
+		if dev == "" {
+			dev = in.cfg.Interface
+		}
+		var err error
+		switch {
+		case to == Master:
+			err = in.node.addrs.Add(dev, v)
+		case from == Master:
+			err = in.node.addrs.Remove(dev, v)
+		}
+		if err != nil {
+			in.node.log.Error("vrrp address", "instance", in.cfg.Name, "err", err)
+		}
+	}
+}
+
+// InstanceStatus is one instance's state for status displays and tests.
+type InstanceStatus struct {
+	Name       string
+	State      State
+	Priority   uint8
+	MasterAddr netip.Addr
+	Sent       uint64
+	Received   uint64
+	Drops      map[string]uint64
+}
+
+// Status reports every instance.
+func (n *Node) Status(ctx context.Context) ([]InstanceStatus, error) {
+	var out []InstanceStatus
+	for _, in := range n.insts {
+		st, err := in.drv.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s := InstanceStatus{Name: in.cfg.Name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
+			Sent: in.sent.Load(), Received: in.received.Load(), Drops: map[string]uint64{}}
+		for _, r := range DropReasons() {
+			if v := in.drops[r].Load() + in.sock.drops[r].Load(); v > 0 {
+				s.Drops[r.String()] = v
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
