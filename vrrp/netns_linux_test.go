@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/net/ipv4"
 
 	"github.com/directord/directord/config"
 )
@@ -334,6 +336,7 @@ func TestKeepalivedInterop(t *testing.T) {
 		{"v2 IPv4", 2, "1", "192.0.2.100/24", "authentication {\n auth_type PASS\n auth_pass s3cret\n }"},
 		{"v3 IPv4", 3, "0.1", "192.0.2.100/24", ""},
 		{"v3 IPv6", 3, "0.1", "2001:db8::100/64", ""},
+		{"v3 IPv4 unicast", 3, "0.1", "192.0.2.100/24", "unicast_peer {\n 192.0.2.1\n 192.0.2.2\n }"},
 	}
 	for i, c := range cases {
 		for _, directordHigher := range []bool{true, false} {
@@ -379,3 +382,88 @@ func TestKeepalivedInterop(t *testing.T) {
 	}
 }
 
+// TestMalformedAdvertsDropped sends a running master adverts that would
+// each make it yield were they taken (priority 254 against its 100), each
+// broken in one way: every one is dropped and counted under its reason,
+// and the master stays master.
+func TestMalformedAdvertsDropped(t *testing.T) {
+	requireRoot(t)
+	a := newTestNS(t, "dd-bad-a")
+	b := newTestNS(t, "dd-bad-b")
+	link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	extra := "authentication {\n auth_type PASS\n auth_pass s3cret\n }"
+	na := startNode(t, a, instanceConf("dda", 100, 2, "1", "192.0.2.100/24", extra))
+	waitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
+
+	src, dst := netip.MustParseAddr("192.0.2.2"), Group4
+	good := Advert{Version: 2, VRID: 51, Priority: 254, Interval: 1, AuthType: AuthSimple,
+		AuthData: [8]byte{'s', '3', 'c', 'r', 'e', 't'}, Addrs: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
+	enc := func(a Advert) []byte {
+		b, err := a.AppendMarshal(nil, src, dst, PseudoHeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	mod := func(f func(b []byte)) []byte { b := enc(good); f(b); return b }
+	badPass := good
+	badPass.AuthData = [8]byte{'w', 'r', 'o', 'n', 'g'}
+	badInterval := good
+	badInterval.Interval = 2
+	otherVRID := good
+	otherVRID.VRID = 52
+	sends := []struct {
+		reason string
+		b      []byte
+		ttl    int
+	}{
+		{"ttl", enc(good), 254},
+		{"checksum", mod(func(b []byte) { b[7] ^= 0xff }), 255},
+		{"version", mod(func(b []byte) { b[0] = 0x11 }), 255},
+		{"type", mod(func(b []byte) { b[0] = 0x22 }), 255},
+		{"truncated", enc(good)[:10], 255},
+		{"length", append(enc(good), 0, 0, 0, 0), 255},
+		{"auth", enc(badPass), 255},
+		{"interval", enc(badInterval), 255},
+		{"vrid", enc(otherVRID), 255},
+	}
+	b.do(t, func() {
+		c, err := net.ListenPacket("ip4:112", "0.0.0.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		p := ipv4.NewPacketConn(c)
+		ifi, err := net.InterfaceByName("ddb")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.SetMulticastInterface(ifi); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sends {
+			if err := p.SetMulticastTTL(s.ttl); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				if _, err := p.WriteTo(s.b, nil, &net.IPAddr{IP: dst.AsSlice()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+	waitFor(t, 2*time.Second, "every bad advert counted", func() bool {
+		st, _ := na.n.Status(context.Background())
+		for _, s := range sends {
+			if st[0].Drops[s.reason] < 3 {
+				return false
+			}
+		}
+		return true
+	})
+	st, _ := na.n.Status(context.Background())
+	if st[0].State != Master || st[0].Received != 0 {
+		t.Errorf("after bad adverts: %+v", st[0])
+	}
+	t.Logf("drops: %v", st[0].Drops)
+}

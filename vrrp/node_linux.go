@@ -110,8 +110,12 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		}
 	}
 	if unicast {
+		// One configuration often serves both peers: our own address in
+		// the list is skipped.
 		for _, p := range ci.UnicastPeers {
-			in.dsts = append(in.dsts, p.Addr)
+			if p.Addr != in.primary {
+				in.dsts = append(in.dsts, p.Addr)
+			}
 		}
 	} else {
 		in.dsts = []netip.Addr{group}
