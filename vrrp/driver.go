@@ -21,6 +21,12 @@ func NewDriver(p Params, act Actions) *Driver {
 	return &Driver{m: NewMachine(p, act), events: make(chan func(time.Time), 64)}
 }
 
+// Init sets the effective priority and fault before Run starts the machine.
+func (d *Driver) Init(now time.Time, priority uint8, fault bool) {
+	d.m.SetPriority(priority)
+	d.m.SetFault(now, fault)
+}
+
 // Receive hands the machine an advert that passed Check. The advert is
 // copied, so the caller may reuse it.
 func (d *Driver) Receive(a *Advert, src netip.Addr) {

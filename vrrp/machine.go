@@ -298,6 +298,10 @@ func (m *Machine) SetFault(now time.Time, fault bool) {
 		return // Start decides
 	}
 	if fault {
+		if m.state == Master {
+			// Hand over at once, as a clean stop does.
+			m.act.SendAdvert(0)
+		}
 		m.adverTimer, m.downTimer, m.garpAt = time.Time{}, time.Time{}, time.Time{}
 		m.setState(Fault)
 		return

@@ -239,7 +239,7 @@ func TestFault(t *testing.T) {
 	s.m.SetFault(s.t0.Add(s.now), true)
 	s.until(3 * time.Second) // nothing is sent in fault
 	s.m.SetFault(s.t0.Add(s.now), false)
-	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5", "500ms MASTER->FAULT",
+	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5", "500ms advert 0", "500ms MASTER->FAULT",
 		"3s advert 255", "3s FAULT->MASTER", "3s garp 5")
 }
 

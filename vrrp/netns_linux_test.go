@@ -467,3 +467,64 @@ func TestMalformedAdvertsDropped(t *testing.T) {
 	}
 	t.Logf("drops: %v", st[0].Drops)
 }
+
+// TestTrackingAndNotify: a failing track_script lowers the master's
+// priority below the backup's, which takes over; the script passing again
+// gives mastership back (preemption). The primary interface going down puts
+// the master in FAULT, handing over at once. Notify scripts run with
+// keepalived's arguments, in order.
+func TestTrackingAndNotify(t *testing.T) {
+	requireRoot(t)
+	a := newTestNS(t, "dd-trk-a")
+	b := newTestNS(t, "dd-trk-b")
+	link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "healthy")
+	notes := filepath.Join(dir, "notes")
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scriptConf := fmt.Sprintf(`vrrp_script chk {
+    script "/bin/sh -c 'test -e %s'"
+    interval 1
+    fall 1
+    rise 1
+    weight -60
+}
+`, flag)
+	notify := fmt.Sprintf(`notify "/bin/sh -c 'echo \"$*\" >> %s' notify"
+    track_script {
+        chk
+    }`, notes)
+	na := startNode(t, a, scriptConf+instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", notify))
+	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+	waitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
+
+	os.Remove(flag) // the check fails: 150 - 60 = 90 < 100
+	waitFor(t, 5*time.Second, "b takes over from a lowered a", func() bool {
+		return nb.state(t) == Master && na.state(t) == Backup && has(t, b, "ddb", "192.0.2.100")
+	})
+	os.WriteFile(flag, nil, 0o644) // healthy again: a preempts
+	waitFor(t, 5*time.Second, "a preempts", func() bool {
+		return na.state(t) == Master && nb.state(t) == Backup && has(t, a, "dda", "192.0.2.100")
+	})
+
+	// The master's own interface down: FAULT, and b takes over at once.
+	l, err := a.nl.LinkByName("dda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.nl.LinkSetDown(l); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "a in fault", func() bool { return na.state(t) == Fault })
+	if has(t, a, "dda", "192.0.2.100") {
+		t.Error("a holds its VIP in fault")
+	}
+	na.stop()
+	got, _ := os.ReadFile(notes)
+	want := "INSTANCE VI_1 BACKUP 150\nINSTANCE VI_1 MASTER 150\nINSTANCE VI_1 BACKUP 90\nINSTANCE VI_1 MASTER 150\nINSTANCE VI_1 FAULT 150\nINSTANCE VI_1 STOP 150\n"
+	if string(got) != want {
+		t.Errorf("notify arguments:\n%s\nwant:\n%s", got, want)
+	}
+}

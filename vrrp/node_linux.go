@@ -24,6 +24,7 @@ type Node struct {
 	addrs *Addrs
 	socks []*sock
 	insts []*instance
+	track *tracking
 }
 
 // sock is one Conn with the instances that listen on it.
@@ -49,6 +50,9 @@ type instance struct {
 	vips    []netip.Addr // in adverts
 	buf     []byte
 
+	group *config.SyncGroup
+	notes *notifier
+
 	drops       [dropReasons]atomic.Uint64
 	sent        atomic.Uint64
 	received    atomic.Uint64
@@ -69,7 +73,28 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		}
 		n.insts = append(n.insts, in)
 	}
+	groups := map[string]*config.SyncGroup{}
+	for _, g := range cfg.SyncGroups {
+		groups[g.Name] = g
+	}
+	for _, in := range n.insts {
+		in.group = groups[in.cfg.SyncGroup]
+	}
+	var err error
+	if n.track, err = newTracking(n, cfg, h); err != nil {
+		n.Close()
+		return nil, fmt.Errorf("vrrp: tracking: %w", err)
+	}
 	return n, nil
+}
+
+// retrack recomputes every instance's priority and fault.
+func (n *Node) retrack(now time.Time) {
+	for _, in := range n.insts {
+		p, fault := n.track.effective(in)
+		in.drv.SetPriority(p)
+		in.drv.SetFault(fault)
+	}
 }
 
 func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[string]*sock) (*instance, error) {
@@ -182,17 +207,31 @@ func (n *Node) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); n.read(s) }()
 	}
+	trackCtx, stopTracking := context.WithCancel(context.Background())
+	tracked := make(chan struct{})
+	go func() { defer close(tracked); n.track.run(trackCtx) }()
 	var drivers sync.WaitGroup
+	now := time.Now()
 	for _, in := range n.insts {
+		p, fault := n.track.effective(in)
+		in.drv.Init(now, p, fault)
+		in.notes = &notifier{in: in, queue: make(chan notification, 64), done: make(chan struct{})}
+		go in.notes.run(n.track.runner)
 		drivers.Add(1)
 		go func() { defer drivers.Done(); in.drv.Run(runCtx, true) }()
 	}
 	<-ctx.Done()
 	cancel()
 	drivers.Wait() // every master has sent its priority 0 advert
+	stopTracking()
+	<-tracked
 	err := n.addrs.RemoveAll()
 	n.Close()
 	wg.Wait()
+	for _, in := range n.insts {
+		close(in.notes.queue)
+		<-in.notes.done // notify_stop has run
+	}
 	return err
 }
 
@@ -283,6 +322,7 @@ func (in *instance) SendGARP(n int) {
 func (in *instance) Transition(from, to State) {
 	in.transitions.Add(1)
 	in.node.log.Info("vrrp transition", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "from", from.String(), "to", to.String())
+	defer in.notify(to, in.drv.m.Priority())
 	vips := append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...)
 	for _, v := range vips {
 		dev := v.Dev
