@@ -7,186 +7,38 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/net/ipv4"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/nstest"
 )
 
 // Namespace tests: peers in network namespaces of their own, joined by a
 // veth pair, on the host's kernel. They need root, as CI has.
 
-type testNS struct {
-	name string
-	ns   netns.NsHandle
-	nl   *netlink.Handle
-}
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces (CI runs as root)")
-	}
-}
-
-// newTestNS makes a named namespace with lo up, removed when the test ends.
-func newTestNS(t *testing.T, name string) *testNS {
-	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	netns.DeleteNamed(name) // a leftover of a killed run
-	ns, err := netns.NewNamed(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := netns.Set(orig); err != nil {
-		t.Fatal(err)
-	}
-	nl, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		nl.Close()
-		ns.Close()
-		netns.DeleteNamed(name)
-	})
-	lo, err := nl.LinkByName("lo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nl.LinkSetUp(lo); err != nil {
-		t.Fatal(err)
-	}
-	return &testNS{name: name, ns: ns, nl: nl}
-}
-
-// do runs f on a thread inside the namespace.
-func (n *testNS) do(t *testing.T, f func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	if err := netns.Set(n.ns); err != nil {
-		t.Fatal(err)
-	}
-	defer netns.Set(orig)
-	f()
-}
-
-// link joins a and b with a veth pair named ifA in a and ifB in b, with
-// the given addresses, and waits for IPv6 link-local addresses.
-func link(t *testing.T, a, b *testNS, ifA, ifB string, addrA, addrB string) {
-	t.Helper()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ifA, Namespace: netlink.NsFd(a.ns)},
-		PeerName: ifB, PeerNamespace: netlink.NsFd(b.ns)}
-	if err := netlink.LinkAdd(veth); err != nil {
-		t.Fatal(err)
-	}
-	for _, side := range []struct {
-		n    *testNS
-		ifn  string
-		addr string
-	}{{a, ifA, addrA}, {b, ifB, addrB}} {
-		l, err := side.n.nl.LinkByName(side.ifn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range strings.Fields(side.addr) {
-			ad, err := netlink.ParseAddr(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ad.Flags |= 0x02 // IFA_F_NODAD: usable at once
-			if err := side.n.nl.AddrAdd(l, ad); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := side.n.nl.LinkSetUp(l); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The kernel adds the link-local address (and runs its DAD) itself.
-	waitFor(t, 5*time.Second, "IPv6 link-local addresses", func() bool {
-		return hasLinkLocal(a, ifA) && hasLinkLocal(b, ifB)
-	})
-}
-
-func hasLinkLocal(n *testNS, ifn string) bool {
-	l, err := n.nl.LinkByName(ifn)
-	if err != nil {
-		return false
-	}
-	list, _ := n.nl.AddrList(l, netlink.FAMILY_V6)
-	for _, a := range list {
-		if a.IP.IsLinkLocalUnicast() && a.Flags&0x40 == 0 { // not IFA_F_TENTATIVE
-			return true
-		}
-	}
-	return false
-}
-
-// waitFor polls cond until it holds or the time is up.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return time.Since(start)
-}
-
-// holdFor checks that cond stays true for d: a converged pair must not
-// flap or grow a second master.
-func holdFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if !cond() {
-			t.Fatalf("%s: stopped holding", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // node is a directord VRRP node running in a namespace.
 type node struct {
-	ns     *testNS
+	ns     *nstest.NS
 	n      *Node
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func startNode(t *testing.T, ns *testNS, conf string) *node {
+func startNode(t *testing.T, ns *nstest.NS, conf string) *node {
 	t.Helper()
-	cfg, diags := config.Parse("/test.conf", conf, nil, config.Options{Hostname: ns.name})
+	cfg, diags := config.Parse("/test.conf", conf, nil, config.Options{Hostname: ns.Name})
 	if diags.HasErrors() {
 		t.Fatalf("config: %s", diags.Errors())
 	}
 	var n *Node
 	var err error
-	log := slog.New(slog.NewTextHandler(testWriter{t, ns.name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ns.do(t, func() { n, err = NewNode(cfg, ns.nl, log) })
+	log := slog.New(slog.NewTextHandler(testWriter{t, ns.Name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ns.Do(t, func() { n, err = NewNode(cfg, ns.NL, log) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,14 +76,6 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func has(t *testing.T, ns *testNS, ifn, addr string) bool {
-	ok, err := Has(ns.nl, ifn, netip.MustParseAddr(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ok
-}
-
 func instanceConf(iface string, prio int, version int, interval string, vip string, extra string) string {
 	return fmt.Sprintf(`vrrp_instance VI_1 {
     interface %s
@@ -252,72 +96,33 @@ func instanceConf(iface string, prio int, version int, interval string, vip stri
 // the other within Skew_Time (plus a margin for the host); the stopped peer
 // leaves no address behind.
 func TestNamespaceElectionAndHandOver(t *testing.T) {
-	requireRoot(t)
-	a := newTestNS(t, "dd-vrrp-a")
-	b := newTestNS(t, "dd-vrrp-b")
-	link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vrrp-a")
+	b := nstest.New(t, "dd-vrrp-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	na := startNode(t, a, instanceConf("dda", 200, 3, "0.1", "192.0.2.100/24", ""))
 	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	converged := func() bool {
-		return na.state(t) == Master && nb.state(t) == Backup && has(t, a, "dda", "192.0.2.100")
+		return na.state(t) == Master && nb.state(t) == Backup && a.HasAddr(t, "dda", "192.0.2.100")
 	}
-	waitFor(t, 2*time.Second, "a master, b backup", converged)
-	holdFor(t, 500*time.Millisecond, "a master, b backup", converged)
-	if has(t, b, "ddb", "192.0.2.100") {
+	nstest.WaitFor(t, 2*time.Second, "a master, b backup", converged)
+	nstest.HoldFor(t, 500*time.Millisecond, "a master, b backup", converged)
+	if b.HasAddr(t, "ddb", "192.0.2.100") {
 		t.Fatal("the backup holds the VIP")
 	}
 	start := time.Now()
 	na.stop()
-	took := waitFor(t, 2*time.Second, "b takes over", func() bool {
-		return nb.state(t) == Master && has(t, b, "ddb", "192.0.2.100")
+	took := nstest.WaitFor(t, 2*time.Second, "b takes over", func() bool {
+		return nb.state(t) == Master && b.HasAddr(t, "ddb", "192.0.2.100")
 	})
 	// Skew_Time for priority 100 at 100 ms is 60.9 ms; allow the host 40 ms.
 	if skew := 156 * 100 * time.Millisecond / 256; took > skew+40*time.Millisecond {
 		t.Errorf("takeover took %v after the clean stop began (%v since), want Skew_Time %v plus 40 ms", took, time.Since(start), skew)
 	}
-	if has(t, a, "dda", "192.0.2.100") {
+	if a.HasAddr(t, "dda", "192.0.2.100") {
 		t.Error("the stopped master left its VIP behind")
 	}
 	t.Logf("clean hand-over in %v", took)
-}
-
-// keepalived runs Debian's keepalived's VRRP process in a namespace.
-func keepalived(t *testing.T, ns *testNS, conf string) (stop func()) {
-	t.Helper()
-	if _, err := exec.LookPath("keepalived"); err != nil {
-		t.Fatal("keepalived is not installed: make test installs it (apt-get install keepalived)")
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "keepalived.conf")
-	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("ip", "netns", "exec", ns.name, "keepalived", "-P", "-n", "-l", "-D",
-		"-f", file, "-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		t.Logf("keepalived in %s:\n%s", ns.name, out.String())
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // TestKeepalivedInterop runs directord beside Debian's keepalived, VRRPv2
@@ -325,7 +130,7 @@ func keepalived(t *testing.T, ns *testNS, conf string) (stop func()) {
 // master whichever it is, only one holds the VIP, and a clean stop of
 // either hands over.
 func TestKeepalivedInterop(t *testing.T) {
-	requireRoot(t)
+	nstest.RequireRoot(t)
 	cases := []struct {
 		name     string
 		version  int
@@ -342,40 +147,40 @@ func TestKeepalivedInterop(t *testing.T) {
 		for _, directordHigher := range []bool{true, false} {
 			name := fmt.Sprintf("%s directord %s", c.name, map[bool]string{true: "higher", false: "lower"}[directordHigher])
 			t.Run(name, func(t *testing.T) {
-				a := newTestNS(t, fmt.Sprintf("dd-ka-a%d", i))
-				b := newTestNS(t, fmt.Sprintf("dd-ka-b%d", i))
-				link(t, a, b, "dda", "ddb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24 2001:db8::2/64")
+				a := nstest.New(t, fmt.Sprintf("dd-ka-a%d", i))
+				b := nstest.New(t, fmt.Sprintf("dd-ka-b%d", i))
+				nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24 2001:db8::2/64")
 				dPrio, kPrio := 150, 100
 				if !directordHigher {
 					dPrio, kPrio = 100, 150
 				}
 				vip := strings.Split(c.vip, "/")[0]
 				nd := startNode(t, a, instanceConf("dda", dPrio, c.version, c.interval, c.vip, c.extra))
-				stopKA := keepalived(t, b, instanceConf("ddb", kPrio, c.version, c.interval, c.vip, c.extra))
+				ka := nstest.Keepalived(t, b, instanceConf("ddb", kPrio, c.version, c.interval, c.vip, c.extra))
 				limit := 5 * time.Second
 				interval, _ := time.ParseDuration(c.interval + "s")
 				hold := 3*interval + 200*time.Millisecond
 				if directordHigher {
 					converged := func() bool {
-						return nd.state(t) == Master && has(t, a, "dda", vip) && !has(t, b, "ddb", vip)
+						return nd.state(t) == Master && a.HasAddr(t, "dda", vip) && !b.HasAddr(t, "ddb", vip)
 					}
-					waitFor(t, limit, "directord master with the VIP, keepalived without", converged)
-					holdFor(t, hold, "directord master, keepalived backup", converged)
+					nstest.WaitFor(t, limit, "directord master with the VIP, keepalived without", converged)
+					nstest.HoldFor(t, hold, "directord master, keepalived backup", converged)
 					nd.stop()
-					waitFor(t, limit, "keepalived takes over", func() bool { return has(t, b, "ddb", vip) })
-					if has(t, a, "dda", vip) {
+					nstest.WaitFor(t, limit, "keepalived takes over", func() bool { return b.HasAddr(t, "ddb", vip) })
+					if a.HasAddr(t, "dda", vip) {
 						t.Error("directord left its VIP behind")
 					}
 					return
 				}
 				converged := func() bool {
-					return nd.state(t) == Backup && has(t, b, "ddb", vip) && !has(t, a, "dda", vip)
+					return nd.state(t) == Backup && b.HasAddr(t, "ddb", vip) && !a.HasAddr(t, "dda", vip)
 				}
-				waitFor(t, limit, "keepalived master with the VIP, directord backup", converged)
-				holdFor(t, hold, "keepalived master, directord backup", converged)
-				stopKA()
-				waitFor(t, limit, "directord takes over", func() bool {
-					return nd.state(t) == Master && has(t, a, "dda", vip)
+				nstest.WaitFor(t, limit, "keepalived master with the VIP, directord backup", converged)
+				nstest.HoldFor(t, hold, "keepalived master, directord backup", converged)
+				ka.Stop(10 * time.Second)
+				nstest.WaitFor(t, limit, "directord takes over", func() bool {
+					return nd.state(t) == Master && a.HasAddr(t, "dda", vip)
 				})
 			})
 		}
@@ -387,13 +192,13 @@ func TestKeepalivedInterop(t *testing.T) {
 // broken in one way: every one is dropped and counted under its reason,
 // and the master stays master.
 func TestMalformedAdvertsDropped(t *testing.T) {
-	requireRoot(t)
-	a := newTestNS(t, "dd-bad-a")
-	b := newTestNS(t, "dd-bad-b")
-	link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-bad-a")
+	b := nstest.New(t, "dd-bad-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	extra := "authentication {\n auth_type PASS\n auth_pass s3cret\n }"
 	na := startNode(t, a, instanceConf("dda", 100, 2, "1", "192.0.2.100/24", extra))
-	waitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
 
 	src, dst := netip.MustParseAddr("192.0.2.2"), Group4
 	good := Advert{Version: 2, VRID: 51, Priority: 254, Interval: 1, AuthType: AuthSimple,
@@ -427,7 +232,7 @@ func TestMalformedAdvertsDropped(t *testing.T) {
 		{"interval", enc(badInterval), 255},
 		{"vrid", enc(otherVRID), 255},
 	}
-	b.do(t, func() {
+	b.Do(t, func() {
 		c, err := net.ListenPacket("ip4:112", "0.0.0.0")
 		if err != nil {
 			t.Fatal(err)
@@ -452,7 +257,7 @@ func TestMalformedAdvertsDropped(t *testing.T) {
 			}
 		}
 	})
-	waitFor(t, 2*time.Second, "every bad advert counted", func() bool {
+	nstest.WaitFor(t, 2*time.Second, "every bad advert counted", func() bool {
 		st, _ := na.n.Status(context.Background())
 		for _, s := range sends {
 			if st[0].Drops[s.reason] < 3 {
@@ -474,10 +279,10 @@ func TestMalformedAdvertsDropped(t *testing.T) {
 // the master in FAULT, handing over at once. Notify scripts run with
 // keepalived's arguments, in order.
 func TestTrackingAndNotify(t *testing.T) {
-	requireRoot(t)
-	a := newTestNS(t, "dd-trk-a")
-	b := newTestNS(t, "dd-trk-b")
-	link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-trk-a")
+	b := nstest.New(t, "dd-trk-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	dir := t.TempDir()
 	flag := filepath.Join(dir, "healthy")
 	notes := filepath.Join(dir, "notes")
@@ -498,27 +303,27 @@ func TestTrackingAndNotify(t *testing.T) {
     }`, notes)
 	na := startNode(t, a, scriptConf+instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", notify))
 	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
-	waitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
 
 	os.Remove(flag) // the check fails: 150 - 60 = 90 < 100
-	waitFor(t, 5*time.Second, "b takes over from a lowered a", func() bool {
-		return nb.state(t) == Master && na.state(t) == Backup && has(t, b, "ddb", "192.0.2.100")
+	nstest.WaitFor(t, 5*time.Second, "b takes over from a lowered a", func() bool {
+		return nb.state(t) == Master && na.state(t) == Backup && b.HasAddr(t, "ddb", "192.0.2.100")
 	})
 	os.WriteFile(flag, nil, 0o644) // healthy again: a preempts
-	waitFor(t, 5*time.Second, "a preempts", func() bool {
-		return na.state(t) == Master && nb.state(t) == Backup && has(t, a, "dda", "192.0.2.100")
+	nstest.WaitFor(t, 5*time.Second, "a preempts", func() bool {
+		return na.state(t) == Master && nb.state(t) == Backup && a.HasAddr(t, "dda", "192.0.2.100")
 	})
 
 	// The master's own interface down: FAULT, and b takes over at once.
-	l, err := a.nl.LinkByName("dda")
+	l, err := a.NL.LinkByName("dda")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.nl.LinkSetDown(l); err != nil {
+	if err := a.NL.LinkSetDown(l); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "a in fault", func() bool { return na.state(t) == Fault })
-	if has(t, a, "dda", "192.0.2.100") {
+	nstest.WaitFor(t, 2*time.Second, "a in fault", func() bool { return na.state(t) == Fault })
+	if a.HasAddr(t, "dda", "192.0.2.100") {
 		t.Error("a holds its VIP in fault")
 	}
 	na.stop()

@@ -70,8 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, summary(cfg, diags))
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "directord: the daemon itself is not built yet; use -t or --dump-config")
-	return exitFailure
+	return daemon(o, cfg, stderr)
 }
 
 // unreadable reports whether the main file itself could not be read.

@@ -1,0 +1,257 @@
+// Package nstest builds test hosts out of network namespaces on this
+// machine: namespaces joined by veth pairs, commands run inside them, and
+// Debian's keepalived as a reference peer. Tests that use it need root (CI
+// runs as root); traffic never leaves the namespaces they make.
+package nstest
+
+import (
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// NS is a named network namespace, removed when the test ends.
+type NS struct {
+	Name string
+	NS   netns.NsHandle
+	NL   *netlink.Handle // a netlink handle inside it
+}
+
+// RequireRoot skips a test that cannot make namespaces.
+func RequireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces (CI runs as root)")
+	}
+}
+
+// New makes a named namespace with lo up.
+func New(t *testing.T, name string) *NS {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	netns.DeleteNamed(name) // a leftover of a killed run
+	ns, err := netns.NewNamed(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netns.Set(orig); err != nil {
+		t.Fatal(err)
+	}
+	nl, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		nl.Close()
+		ns.Close()
+		netns.DeleteNamed(name)
+	})
+	lo, err := nl.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nl.LinkSetUp(lo); err != nil {
+		t.Fatal(err)
+	}
+	return &NS{Name: name, NS: ns, NL: nl}
+}
+
+// Do runs f on a thread inside the namespace.
+func (n *NS) Do(t *testing.T, f func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	if err := netns.Set(n.NS); err != nil {
+		t.Fatal(err)
+	}
+	defer netns.Set(orig)
+	f()
+}
+
+// Link joins a and b with a veth pair named ifA in a and ifB in b, with the
+// given addresses (blank-separated), and waits for the IPv6 link-local
+// addresses.
+func Link(t *testing.T, a, b *NS, ifA, ifB, addrA, addrB string) {
+	t.Helper()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ifA, Namespace: netlink.NsFd(a.NS)},
+		PeerName: ifB, PeerNamespace: netlink.NsFd(b.NS)}
+	if err := netlink.LinkAdd(veth); err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []struct {
+		n    *NS
+		ifn  string
+		addr string
+	}{{a, ifA, addrA}, {b, ifB, addrB}} {
+		l, err := side.n.NL.LinkByName(side.ifn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range strings.Fields(side.addr) {
+			ad, err := netlink.ParseAddr(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ad.Flags |= 0x02 // IFA_F_NODAD: usable at once
+			if err := side.n.NL.AddrAdd(l, ad); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := side.n.NL.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	WaitFor(t, 5*time.Second, "IPv6 link-local addresses", func() bool {
+		return hasLinkLocal(a, ifA) && hasLinkLocal(b, ifB)
+	})
+}
+
+func hasLinkLocal(n *NS, ifn string) bool {
+	l, err := n.NL.LinkByName(ifn)
+	if err != nil {
+		return false
+	}
+	list, _ := n.NL.AddrList(l, netlink.FAMILY_V6)
+	for _, a := range list {
+		if a.IP.IsLinkLocalUnicast() && a.Flags&0x40 == 0 { // not IFA_F_TENTATIVE
+			return true
+		}
+	}
+	return false
+}
+
+// WaitFor polls cond until it holds, failing the test after limit; it
+// returns how long it took.
+func WaitFor(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// HoldFor checks that cond stays true for d.
+func HoldFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if !cond() {
+			t.Fatalf("%s: stopped holding", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// HasAddr reports whether the interface holds addr.
+func (n *NS) HasAddr(t *testing.T, ifn, addr string) bool {
+	t.Helper()
+	l, err := n.NL.LinkByName(ifn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := netip.MustParseAddr(addr)
+	for try := 0; ; try++ {
+		list, err := n.NL.AddrList(l, netlink.FAMILY_ALL)
+		if err != nil && try < 5 {
+			continue // netlink.ErrDumpInterrupted: a concurrent change
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range list {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == want {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// Process is a command running inside a namespace.
+type Process struct {
+	Cmd  *exec.Cmd
+	out  *strings.Builder
+	done chan struct{}
+}
+
+// Start runs argv inside ns; its output is logged when the test ends.
+func Start(t *testing.T, ns *NS, argv ...string) *Process {
+	t.Helper()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name}, argv...)...)
+	p := &Process{Cmd: cmd, out: &strings.Builder{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		t.Logf("%s in %s:\n%s", filepath.Base(argv[0]), ns.Name, p.out.String())
+	})
+	return p
+}
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) { p.Cmd.Process.Signal(sig) }
+
+// Wait waits for the process to end, at most d.
+func (p *Process) Wait(d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Stop interrupts the process and waits for it, killing it after d.
+func (p *Process) Stop(d time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.Signal(os.Interrupt)
+	if !p.Wait(d) {
+		p.Cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Keepalived runs Debian's keepalived's VRRP process in ns with conf.
+func Keepalived(t *testing.T, ns *NS, conf string) *Process {
+	t.Helper()
+	if _, err := exec.LookPath("keepalived"); err != nil {
+		t.Fatal("keepalived is not installed: make test installs it (apt-get install keepalived)")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "keepalived.conf")
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Start(t, ns, "keepalived", "-P", "-n", "-l", "-D", "-f", file,
+		"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
+}
