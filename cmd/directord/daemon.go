@@ -70,4 +70,3 @@ func newLogger(o *options, w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
-
