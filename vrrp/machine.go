@@ -50,7 +50,12 @@ type Params struct {
 	// not answer it at once with its own (RFC behaviour; keepalived's
 	// default is to answer).
 	LowerPrioNoAdvert bool
-	Garp              GarpParams
+	// HigherPrioSendAdvert: a master that hears a higher priority advert
+	// sends one advert of its own before yielding, so that the other master
+	// (which hears a lower priority) announces its addresses afresh: after
+	// a partition heals, the segment forgets the loser's announcements.
+	HigherPrioSendAdvert bool
+	Garp                 GarpParams
 }
 
 // GarpParams are the gratuitous ARP / unsolicited NA bursts sent by a
@@ -260,6 +265,9 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 			return
 		}
 		if a.Priority > m.priority || (a.Priority == m.priority && addrGreater(src, m.p.Primary)) {
+			if m.p.HigherPrioSendAdvert {
+				m.act.SendAdvert(m.priority)
+			}
 			m.masterAddr, m.masterPrio = src, a.Priority
 			m.becomeBackup(now, pick(m.p.Version == 3, interval, m.p.AdvertInt))
 			return

@@ -176,6 +176,17 @@ func TestMasterYields(t *testing.T) {
 	}
 }
 
+func TestHigherPrioSendAdvert(t *testing.T) {
+	p := v2params(200)
+	p.HigherPrioSendAdvert = true
+	s := newSim(t, p)
+	s.start()
+	s.until(4 * time.Second)
+	s.rec.log = nil
+	s.advert(4100*time.Millisecond, 250, "192.0.2.9", 1)
+	s.want("4.1s advert 200", "4.1s MASTER->BACKUP")
+}
+
 func TestPreemptAndNopreempt(t *testing.T) {
 	for _, preempt := range []bool{true, false} {
 		t.Run(fmt.Sprint("preempt=", preempt), func(t *testing.T) {

@@ -333,3 +333,53 @@ func TestTrackingAndNotify(t *testing.T) {
 		t.Errorf("notify arguments:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestPartitionHealsToOneMaster: with the link cut, both peers become
+// master; when it heals, exactly one master remains within one advert
+// interval (plus a margin), and, with higher_prio_send_advert, the winner
+// announces its address afresh.
+// The master announces on becoming master, again after garp_master_delay.
+func TestPartitionHealsToOneMaster(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-part-a")
+	b := nstest.New(t, "dd-part-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	arps := nstest.WatchARP(t, b, "ddb")
+	extra := "dont_track_primary\n    garp_master_delay 1\n    garp_master_repeat 3\n    garp_lower_prio_repeat 2\n    higher_prio_send_advert"
+	start := time.Now()
+	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", extra))
+	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", extra))
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
+	// 3 at once, 3 more a second later.
+	nstest.WaitFor(t, 3*time.Second, "two bursts of gratuitous ARPs", func() bool { return arps.Count("192.0.2.100", start) >= 6 })
+
+	l, err := b.NL.LinkByName("ddb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.NL.LinkSetDown(l); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 2*time.Second, "both masters while partitioned", func() bool {
+		return na.state(t) == Master && nb.state(t) == Master
+	})
+	heal := time.Now()
+	if err := b.NL.LinkSetUp(l); err != nil {
+		t.Fatal(err)
+	}
+	took := nstest.WaitFor(t, 2*time.Second, "one master after healing", func() bool {
+		return na.state(t) == Master && nb.state(t) == Backup
+	})
+	// The link takes a moment to come up; then one advert of a's ends it.
+	if took > 100*time.Millisecond+150*time.Millisecond {
+		t.Errorf("one master %v after healing, want one advert interval plus a margin", took)
+	}
+	nstest.HoldFor(t, 500*time.Millisecond, "one master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
+	nstest.WaitFor(t, 2*time.Second, "fresh gratuitous ARPs after healing", func() bool {
+		return arps.Count("192.0.2.100", heal) >= 1
+	})
+	if b.HasAddr(t, "ddb", "192.0.2.100") {
+		t.Error("the backup still holds the VIP")
+	}
+	t.Logf("one master %v after healing; %d gratuitous ARPs since", took, arps.Count("192.0.2.100", heal))
+}

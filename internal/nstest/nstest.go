@@ -5,12 +5,15 @@
 package nstest
 
 import (
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,3 +258,83 @@ func Keepalived(t *testing.T, ns *NS, conf string) *Process {
 	return Start(t, ns, "keepalived", "-P", "-n", "-l", "-D", "-f", file,
 		"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
 }
+
+// ARPWatch records the gratuitous ARPs (sender address = target address)
+// seen on an interface inside a namespace.
+type ARPWatch struct {
+	mu   sync.Mutex
+	seen []ARPSeen
+	fd   int
+}
+
+// ARPSeen is one gratuitous ARP.
+type ARPSeen struct {
+	At   time.Time
+	Addr netip.Addr
+}
+
+// WatchARP starts recording on ifn in ns until the test ends.
+func WatchARP(t *testing.T, ns *NS, ifn string) *ARPWatch {
+	t.Helper()
+	w := &ARPWatch{}
+	var err error
+	ns.Do(t, func() {
+		w.fd, err = syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, int(htons(syscall.ETH_P_ARP)))
+		if err != nil {
+			return
+		}
+		var ifi *net.Interface
+		if ifi, err = net.InterfaceByName(ifn); err != nil {
+			return
+		}
+		err = syscall.Bind(w.fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_ARP), Ifindex: ifi.Index})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tv := syscall.Timeval{Usec: 100000}
+	syscall.SetsockoptTimeval(w.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	done := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, _, err := syscall.Recvfrom(w.fd, buf, 0)
+			if err != nil || n < 28 {
+				continue
+			}
+			// The ARP payload (SOCK_RAW keeps the Ethernet header).
+			p := buf[14:n]
+			spa, tpa := netip.AddrFrom4([4]byte(p[14:18])), netip.AddrFrom4([4]byte(p[24:28]))
+			if spa == tpa {
+				w.mu.Lock()
+				w.seen = append(w.seen, ARPSeen{time.Now(), spa})
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done; syscall.Close(w.fd) })
+	return w
+}
+
+// Count returns how many gratuitous ARPs for addr were seen since since.
+func (w *ARPWatch) Count(addr string, since time.Time) int {
+	a := netip.MustParseAddr(addr)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, s := range w.seen {
+		if s.Addr == a && !s.At.Before(since) {
+			n++
+		}
+	}
+	return n
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
