@@ -40,6 +40,17 @@ func (d *Driver) SetFault(fault bool) {
 	d.events <- func(now time.Time) { d.m.SetFault(now, fault) }
 }
 
+// Force moves the machine to a state its sync group moved to; forced is
+// called around it so that the caller can tell the transitions it causes
+// from the machine's own.
+func (d *Driver) Force(to State, forced func(bool)) {
+	d.events <- func(now time.Time) {
+		forced(true)
+		d.m.Force(now, to)
+		forced(false)
+	}
+}
+
 // SetPriority sets the effective priority.
 func (d *Driver) SetPriority(p uint8) {
 	d.events <- func(time.Time) { d.m.SetPriority(p) }

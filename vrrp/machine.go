@@ -317,6 +317,19 @@ func (m *Machine) SetFault(now time.Time, fault bool) {
 	m.enter(now)
 }
 
+// Force moves the machine to a state its sync group moved to: a backup
+// becomes master at once; a master becomes backup (waiting for the new
+// master's adverts). Fault and Initialize are left alone.
+func (m *Machine) Force(now time.Time, to State) {
+	switch {
+	case to == Master && m.state == Backup:
+		m.masterAddr = netip.Addr{}
+		m.becomeMaster(now)
+	case to == Backup && m.state == Master:
+		m.becomeBackup(now, m.masterAdverInt)
+	}
+}
+
 // SetPriority changes the effective priority (tracking weights). A master
 // whose priority falls says so in its next advert; a backup whose priority
 // rises above the master's preempts when its down timer expires, since the

@@ -297,3 +297,15 @@ func TestEffectivePriority(t *testing.T) {
 		t.Errorf("owner adjusted: %d", owner.Priority())
 	}
 }
+
+func TestForce(t *testing.T) {
+	s := newSim(t, v2params(100))
+	s.start()
+	s.until(time.Second)
+	s.m.Force(s.t0.Add(s.now), Master) // a group member became master
+	s.until(1500 * time.Millisecond)
+	s.m.Force(s.t0.Add(s.now), Backup) // and gave it up
+	s.m.SetFault(s.t0.Add(s.now), true)
+	s.m.Force(s.t0.Add(s.now), Master) // a fault is not overridden
+	s.want("0s INIT->BACKUP", "1s advert 100", "1s BACKUP->MASTER", "1s garp 5", "1.5s MASTER->BACKUP", "1.5s BACKUP->FAULT")
+}

@@ -383,3 +383,73 @@ func TestPartitionHealsToOneMaster(t *testing.T) {
 	}
 	t.Logf("one master %v after healing; %d gratuitous ARPs since", took, arps.Count("192.0.2.100", heal))
 }
+
+// TestSyncGroup: two instances in a sync group on each director. When a
+// track_script puts one of the master's instances in fault, the whole group
+// goes to fault there, and the other director takes over both addresses.
+func TestSyncGroup(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-sync-a")
+	b := nstest.New(t, "dd-sync-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	flag := filepath.Join(t.TempDir(), "healthy")
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	group := func(iface string, prio int, track bool) string {
+		chk := ""
+		if track {
+			chk = "track_script {\n        chk\n    }"
+		}
+		return fmt.Sprintf(`vrrp_script chk {
+    script "/bin/sh -c 'test -e %s'"
+    interval 1
+}
+vrrp_sync_group G {
+    group {
+        VI_1
+        VI_2
+    }
+}
+vrrp_instance VI_1 {
+    interface %[2]s
+    virtual_router_id 51
+    priority %[3]d
+    version 3
+    advert_int 0.1
+    %[4]s
+    virtual_ipaddress {
+        192.0.2.100/24
+    }
+}
+vrrp_instance VI_2 {
+    interface %[2]s
+    virtual_router_id 52
+    priority %[3]d
+    version 3
+    advert_int 0.1
+    virtual_ipaddress {
+        192.0.2.200/24
+    }
+}
+`, flag, iface, prio, chk)
+	}
+	na := startNode(t, a, group("dda", 150, true))
+	startNode(t, b, group("ddb", 100, false))
+	both := func(ns *nstest.NS, ifn string) bool {
+		return ns.HasAddr(t, ifn, "192.0.2.100") && ns.HasAddr(t, ifn, "192.0.2.200")
+	}
+	nstest.WaitFor(t, 5*time.Second, "a holds both", func() bool { return both(a, "dda") })
+	os.Remove(flag)
+	nstest.WaitFor(t, 5*time.Second, "b holds both", func() bool {
+		return both(b, "ddb") && !a.HasAddr(t, "dda", "192.0.2.100") && !a.HasAddr(t, "dda", "192.0.2.200")
+	})
+	st, _ := na.n.Status(context.Background())
+	for _, s := range st {
+		if s.State != Fault {
+			t.Errorf("%s on a is %s, want FAULT with its group", s.Name, s.State)
+		}
+	}
+	os.WriteFile(flag, nil, 0o644)
+	nstest.WaitFor(t, 5*time.Second, "a takes both back", func() bool { return both(a, "dda") && !b.HasAddr(t, "ddb", "192.0.2.100") })
+}

@@ -50,8 +50,10 @@ type instance struct {
 	vips    []netip.Addr // in adverts
 	buf     []byte
 
-	group *config.SyncGroup
-	notes *notifier
+	group   *config.SyncGroup
+	members []*instance // the others of its sync group
+	forcing bool        // a transition the group forces: not passed on
+	notes   *notifier
 
 	drops       [dropReasons]atomic.Uint64
 	sent        atomic.Uint64
@@ -80,6 +82,13 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 	for _, in := range n.insts {
 		in.group = groups[in.cfg.SyncGroup]
 	}
+	for _, in := range n.insts {
+		for _, o := range n.insts {
+			if o != in && in.group != nil && o.group == in.group {
+				in.members = append(in.members, o)
+			}
+		}
+	}
 	var err error
 	if n.track, err = newTracking(n, cfg, h); err != nil {
 		n.Close()
@@ -88,13 +97,24 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 	return n, nil
 }
 
-// retrack recomputes every instance's priority and fault.
+// retrack recomputes every instance's priority and fault. A sync group is
+// in fault while any member is: all its members then are.
 func (n *Node) retrack(now time.Time) {
 	for _, in := range n.insts {
-		p, fault := n.track.effective(in)
+		p, fault := n.faultOf(in)
 		in.drv.SetPriority(p)
 		in.drv.SetFault(fault)
 	}
+}
+
+func (n *Node) faultOf(in *instance) (uint8, bool) {
+	p, fault := n.track.effective(in)
+	for _, o := range in.members {
+		if _, f := n.track.effective(o); f {
+			fault = true
+		}
+	}
+	return p, fault
 }
 
 func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[string]*sock) (*instance, error) {
@@ -213,7 +233,7 @@ func (n *Node) Run(ctx context.Context) error {
 	var drivers sync.WaitGroup
 	now := time.Now()
 	for _, in := range n.insts {
-		p, fault := n.track.effective(in)
+		p, fault := n.faultOf(in)
 		in.drv.Init(now, p, fault)
 		in.notes = &notifier{in: in, queue: make(chan notification, 64), done: make(chan struct{})}
 		go in.notes.run(n.track.runner)
@@ -323,6 +343,13 @@ func (in *instance) Transition(from, to State) {
 	in.transitions.Add(1)
 	in.node.log.Info("vrrp transition", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "from", from.String(), "to", to.String())
 	defer in.notify(to, in.drv.m.Priority())
+	// The rest of a sync group follows a member that becomes master, or
+	// that gives mastership up to another router.
+	if !in.forcing && (to == Master || (from == Master && to == Backup)) {
+		for _, o := range in.members {
+			o.drv.Force(to, func(f bool) { o.forcing = f })
+		}
+	}
 	vips := append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...)
 	for _, v := range vips {
 		dev := v.Dev
