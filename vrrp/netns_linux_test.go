@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/net/ipv4"
 
 	"github.com/directord/directord/config"
@@ -452,4 +453,34 @@ vrrp_instance VI_2 {
 	}
 	os.WriteFile(flag, nil, 0o644)
 	nstest.WaitFor(t, 5*time.Second, "a takes both back", func() bool { return both(a, "dda") && !b.HasAddr(t, "ddb", "192.0.2.100") })
+}
+
+// TestVirtualRoutes: the master alone holds the instance's virtual_routes,
+// and they move with the addresses.
+func TestVirtualRoutes(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-rt-a")
+	b := nstest.New(t, "dd-rt-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	routes := "virtual_routes {\n        198.51.100.0/24 via 192.0.2.254\n        blackhole 203.0.113.0/24\n    }"
+	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", routes))
+	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", routes))
+	hasRoute := func(ns *nstest.NS, dst string) bool {
+		_, n, _ := net.ParseCIDR(dst)
+		list, err := ns.NL.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: n}, netlink.RT_FILTER_DST)
+		return err == nil && len(list) > 0
+	}
+	nstest.WaitFor(t, 5*time.Second, "a master with its routes", func() bool {
+		return na.state(t) == Master && hasRoute(a, "198.51.100.0/24") && hasRoute(a, "203.0.113.0/24")
+	})
+	if hasRoute(b, "198.51.100.0/24") || hasRoute(b, "203.0.113.0/24") {
+		t.Fatal("the backup installed the routes")
+	}
+	na.stop()
+	nstest.WaitFor(t, 2*time.Second, "b master with the routes", func() bool {
+		return nb.state(t) == Master && hasRoute(b, "198.51.100.0/24") && hasRoute(b, "203.0.113.0/24")
+	})
+	if hasRoute(a, "198.51.100.0/24") || hasRoute(a, "203.0.113.0/24") {
+		t.Error("the stopped master left its routes")
+	}
 }

@@ -20,11 +20,12 @@ import (
 // per interface and family, shared by the instances on it and demultiplexed
 // by VRID; one Driver per instance; virtual addresses through Addrs.
 type Node struct {
-	log   *slog.Logger
-	addrs *Addrs
-	socks []*sock
-	insts []*instance
-	track *tracking
+	log    *slog.Logger
+	addrs  *Addrs
+	routes *Routes
+	socks  []*sock
+	insts  []*instance
+	track  *tracking
 }
 
 // sock is one Conn with the instances that listen on it.
@@ -65,7 +66,7 @@ type instance struct {
 // thread inside the network namespace the instances belong to; h is a
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
-	n := &Node{log: log, addrs: NewAddrs(h)}
+	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h)}
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
 		in, err := n.newInstance(cfg, ci, socks)
@@ -245,7 +246,7 @@ func (n *Node) Run(ctx context.Context) error {
 	drivers.Wait() // every master has sent its priority 0 advert
 	stopTracking()
 	<-tracked
-	err := n.addrs.RemoveAll()
+	err := errors.Join(n.routes.RemoveAll(), n.addrs.RemoveAll())
 	n.Close()
 	wg.Wait()
 	for _, in := range n.insts {
@@ -350,21 +351,47 @@ func (in *instance) Transition(from, to State) {
 			o.drv.Force(to, func(f bool) { o.forcing = f })
 		}
 	}
-	vips := append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...)
-	for _, v := range vips {
+	switch {
+	case to == Master:
+		in.addresses(true)
+		in.installRoutes(true)
+	case from == Master:
+		// Routes before the addresses they may use as their source.
+		in.installRoutes(false)
+		in.addresses(false)
+	}
+}
+
+// addresses adds (on) or removes the instance's virtual addresses.
+func (in *instance) addresses(on bool) {
+	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
 		dev := v.Dev
 		if dev == "" {
 			dev = in.cfg.Interface
 		}
 		var err error
-		switch {
-		case to == Master:
+		if on {
 			err = in.node.addrs.Add(dev, v)
-		case from == Master:
+		} else {
 			err = in.node.addrs.Remove(dev, v)
 		}
 		if err != nil {
 			in.node.log.Error("vrrp address", "instance", in.cfg.Name, "err", err)
+		}
+	}
+}
+
+// installRoutes adds (on) or removes the instance's virtual routes.
+func (in *instance) installRoutes(on bool) {
+	for _, r := range in.cfg.Routes {
+		var err error
+		if on {
+			err = in.node.routes.Add(r, in.cfg.Interface)
+		} else {
+			err = in.node.routes.Remove(r)
+		}
+		if err != nil {
+			in.node.log.Error("vrrp route", "instance", in.cfg.Name, "err", err)
 		}
 	}
 }
