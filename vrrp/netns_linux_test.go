@@ -484,3 +484,54 @@ func TestVirtualRoutes(t *testing.T) {
 		t.Error("the stopped master left its routes")
 	}
 }
+
+// TestThreePeersOnABridge: three directord peers on one segment elect the
+// highest; when it stops, the next takes over; when that one is killed
+// without a word (its adverts cut), the last takes over after
+// Master_Down_Interval; never two masters once converged.
+func TestThreePeersOnABridge(t *testing.T) {
+	nstest.RequireRoot(t)
+	sw := nstest.NewSwitch(t, "dd-3-sw")
+	var nss []*nstest.NS
+	var nodes []*node
+	for i, prio := range []int{200, 150, 100} {
+		ns := nstest.New(t, fmt.Sprintf("dd-3-p%d", i))
+		sw.Plug(t, ns, "eth1", fmt.Sprintf("192.0.2.%d/24", i+1))
+		nss = append(nss, ns)
+		nodes = append(nodes, startNode(t, ns, instanceConf("eth1", prio, 3, "0.1", "192.0.2.100/24", "")))
+	}
+	masters := func() (n int, who int) {
+		for i, nd := range nodes {
+			if nd.cancel != nil && nd.state(t) == Master {
+				n, who = n+1, i
+			}
+		}
+		return n, who
+	}
+	one := func(want int) func() bool {
+		return func() bool {
+			n, who := masters()
+			return n == 1 && who == want && nss[want].HasAddr(t, "eth1", "192.0.2.100")
+		}
+	}
+	nstest.WaitFor(t, 5*time.Second, "peer 0 master", one(0))
+	nstest.HoldFor(t, 500*time.Millisecond, "peer 0 alone master", one(0))
+	nodes[0].stop()
+	nstest.WaitFor(t, time.Second, "peer 1 master", one(1))
+	nstest.HoldFor(t, 500*time.Millisecond, "peer 1 alone master", one(1))
+	// Cut peer 1 off without a word: its adverts stop as if it died.
+	l, err := nss[1].NL.LinkByName("eth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	if err := nss[1].NL.LinkSetDown(l); err != nil {
+		t.Fatal(err)
+	}
+	took := nstest.WaitFor(t, 2*time.Second, "peer 2 master", func() bool { return nodes[2].state(t) == Master })
+	// Master_Down_Interval for priority 100 at 100 ms: 360.9 ms.
+	if took > 361*time.Millisecond+60*time.Millisecond {
+		t.Errorf("peer 2 took over %v after peer 1 went silent", took)
+	}
+	t.Logf("peer 2 master %v after peer 1 went silent (%v)", took, time.Since(cut))
+}

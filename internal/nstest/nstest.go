@@ -5,6 +5,7 @@
 package nstest
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -338,3 +339,40 @@ func (w *ARPWatch) Count(addr string, since time.Time) int {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// Switch is a namespace holding a bridge that peers plug into, as
+// directors on one segment.
+type Switch struct {
+	ns *NS
+	br netlink.Link
+	n  int
+}
+
+// NewSwitch makes a namespace with a bridge, up.
+func NewSwitch(t *testing.T, name string) *Switch {
+	t.Helper()
+	ns := New(t, name)
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
+	if err := ns.NL.LinkAdd(br); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.NL.LinkSetUp(br); err != nil {
+		t.Fatal(err)
+	}
+	return &Switch{ns: ns, br: br}
+}
+
+// Plug joins peer to the switch with an interface named ifn holding addr.
+func (s *Switch) Plug(t *testing.T, peer *NS, ifn, addr string) {
+	t.Helper()
+	s.n++
+	port := fmt.Sprintf("port%d", s.n)
+	Link(t, peer, s.ns, ifn, port, addr, "")
+	l, err := s.ns.NL.LinkByName(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ns.NL.LinkSetMaster(l, s.br); err != nil {
+		t.Fatal(err)
+	}
+}
