@@ -50,9 +50,10 @@ lint:
 	staticcheck ./...
 
 ## bench: Go benchmarks, then directord beside keepalived on the same work.
-bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: build test-deps
+	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /integration)
 	scripts/bench-config.sh
+	$(GO) test -run '^$$' -bench Failover -benchtime $${FAILOVER_ROUNDS:-5}x ./integration
 
 ## fuzz: run the configuration fuzzer for a while (make test runs its seeds).
 fuzz:

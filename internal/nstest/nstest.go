@@ -22,6 +22,37 @@ import (
 	"github.com/vishvananda/netns"
 )
 
+// TB is what the helpers need of a test or benchmark; *testing.T and
+// *testing.B satisfy it, and so does a Scope.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Skip(args ...any)
+	Failed() bool
+	Cleanup(func())
+	TempDir() string
+}
+
+// Scope is a TB whose cleanups run when Close is called, for the rounds
+// of a benchmark.
+type Scope struct {
+	TB
+	cleanups []func()
+}
+
+// Cleanup registers f to run at Close.
+func (s *Scope) Cleanup(f func()) { s.cleanups = append(s.cleanups, f) }
+
+// Close runs the cleanups, last first.
+func (s *Scope) Close() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+	s.cleanups = nil
+}
+
 // NS is a named network namespace, removed when the test ends.
 type NS struct {
 	Name string
@@ -30,7 +61,7 @@ type NS struct {
 }
 
 // RequireRoot skips a test that cannot make namespaces.
-func RequireRoot(t *testing.T) {
+func RequireRoot(t TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for network namespaces (CI runs as root)")
@@ -38,7 +69,7 @@ func RequireRoot(t *testing.T) {
 }
 
 // New makes a named namespace with lo up.
-func New(t *testing.T, name string) *NS {
+func New(t TB, name string) *NS {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -75,7 +106,7 @@ func New(t *testing.T, name string) *NS {
 }
 
 // Do runs f on a thread inside the namespace.
-func (n *NS) Do(t *testing.T, f func()) {
+func (n *NS) Do(t TB, f func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -94,7 +125,7 @@ func (n *NS) Do(t *testing.T, f func()) {
 // Link joins a and b with a veth pair named ifA in a and ifB in b, with the
 // given addresses (blank-separated), and waits for the IPv6 link-local
 // addresses.
-func Link(t *testing.T, a, b *NS, ifA, ifB, addrA, addrB string) {
+func Link(t TB, a, b *NS, ifA, ifB, addrA, addrB string) {
 	t.Helper()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ifA, Namespace: netlink.NsFd(a.NS)},
 		PeerName: ifB, PeerNamespace: netlink.NsFd(b.NS)}
@@ -145,7 +176,7 @@ func hasLinkLocal(n *NS, ifn string) bool {
 
 // WaitFor polls cond until it holds, failing the test after limit; it
 // returns how long it took.
-func WaitFor(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+func WaitFor(t TB, limit time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
@@ -158,7 +189,7 @@ func WaitFor(t *testing.T, limit time.Duration, what string, cond func() bool) t
 }
 
 // HoldFor checks that cond stays true for d.
-func HoldFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func HoldFor(t TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
@@ -170,7 +201,7 @@ func HoldFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // HasAddr reports whether the interface holds addr.
-func (n *NS) HasAddr(t *testing.T, ifn, addr string) bool {
+func (n *NS) HasAddr(t TB, ifn, addr string) bool {
 	t.Helper()
 	l, err := n.NL.LinkByName(ifn)
 	if err != nil {
@@ -202,24 +233,29 @@ type Process struct {
 }
 
 // Start runs argv inside ns; its output is logged when the test ends.
-func Start(t *testing.T, ns *NS, argv ...string) *Process {
+func Start(t TB, ns *NS, argv ...string) *Process {
 	t.Helper()
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name}, argv...)...)
 	p := &Process{Cmd: cmd, out: &strings.Builder{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Signal reaches its children too
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		p.Stop(10 * time.Second)
-		t.Logf("%s in %s:\n%s", filepath.Base(argv[0]), ns.Name, p.out.String())
+		if t.Failed() || testing.Verbose() {
+			t.Logf("%s in %s:\n%s", filepath.Base(argv[0]), ns.Name, p.out.String())
+		}
 	})
 	return p
 }
 
-// Signal sends sig to the process.
-func (p *Process) Signal(sig os.Signal) { p.Cmd.Process.Signal(sig) }
+// Signal sends sig to the process and its children (keepalived's VRRP
+// process is a child of its parent process): SIGKILL kills them all at
+// once, as the OOM killer or a bad deploy would.
+func (p *Process) Signal(sig syscall.Signal) { syscall.Kill(-p.Cmd.Process.Pid, sig) }
 
 // Wait waits for the process to end, at most d.
 func (p *Process) Wait(d time.Duration) bool {
@@ -238,15 +274,15 @@ func (p *Process) Stop(d time.Duration) {
 		return
 	default:
 	}
-	p.Signal(os.Interrupt)
+	p.Signal(syscall.SIGINT)
 	if !p.Wait(d) {
-		p.Cmd.Process.Kill()
+		p.Signal(syscall.SIGKILL)
 		<-p.done
 	}
 }
 
 // Keepalived runs Debian's keepalived's VRRP process in ns with conf.
-func Keepalived(t *testing.T, ns *NS, conf string) *Process {
+func Keepalived(t TB, ns *NS, conf string) *Process {
 	t.Helper()
 	if _, err := exec.LookPath("keepalived"); err != nil {
 		t.Fatal("keepalived is not installed: make test installs it (apt-get install keepalived)")
@@ -275,7 +311,7 @@ type ARPSeen struct {
 }
 
 // WatchARP starts recording on ifn in ns until the test ends.
-func WatchARP(t *testing.T, ns *NS, ifn string) *ARPWatch {
+func WatchARP(t TB, ns *NS, ifn string) *ARPWatch {
 	t.Helper()
 	w := &ARPWatch{}
 	var err error
@@ -349,7 +385,7 @@ type Switch struct {
 }
 
 // NewSwitch makes a namespace with a bridge, up.
-func NewSwitch(t *testing.T, name string) *Switch {
+func NewSwitch(t TB, name string) *Switch {
 	t.Helper()
 	ns := New(t, name)
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
@@ -363,7 +399,7 @@ func NewSwitch(t *testing.T, name string) *Switch {
 }
 
 // Plug joins peer to the switch with an interface named ifn holding addr.
-func (s *Switch) Plug(t *testing.T, peer *NS, ifn, addr string) {
+func (s *Switch) Plug(t TB, peer *NS, ifn, addr string) {
 	t.Helper()
 	s.n++
 	port := fmt.Sprintf("port%d", s.n)
@@ -375,4 +411,18 @@ func (s *Switch) Plug(t *testing.T, peer *NS, ifn, addr string) {
 	if err := s.ns.NL.LinkSetMaster(l, s.br); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// First returns when the first gratuitous ARP for addr since since was
+// seen, or the zero time.
+func (w *ARPWatch) First(addr string, since time.Time) time.Time {
+	a := netip.MustParseAddr(addr)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.seen {
+		if s.Addr == a && !s.At.Before(since) {
+			return s.At
+		}
+	}
+	return time.Time{}
 }
