@@ -296,27 +296,48 @@ func Keepalived(t TB, ns *NS, conf string) *Process {
 		"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"))
 }
 
-// ARPWatch records the gratuitous ARPs (sender address = target address)
-// seen on an interface inside a namespace.
-type ARPWatch struct {
+// Watch records frames of interest seen on an interface inside a
+// namespace (sent or received): gratuitous ARPs, or VRRP adverts.
+type Watch struct {
 	mu   sync.Mutex
-	seen []ARPSeen
+	seen []Seen
 	fd   int
 }
 
-// ARPSeen is one gratuitous ARP.
-type ARPSeen struct {
+// Seen is one frame of interest: when, and the address it is about.
+type Seen struct {
 	At   time.Time
 	Addr netip.Addr
 }
 
-// WatchARP starts recording on ifn in ns until the test ends.
-func WatchARP(t TB, ns *NS, ifn string) *ARPWatch {
+// WatchARP records gratuitous ARPs (sender address = target address), by
+// the address announced.
+func WatchARP(t TB, ns *NS, ifn string) *Watch {
+	return watch(t, ns, ifn, syscall.ETH_P_ARP, func(p []byte) (netip.Addr, bool) {
+		if len(p) < 28 {
+			return netip.Addr{}, false
+		}
+		spa, tpa := netip.AddrFrom4([4]byte(p[14:18])), netip.AddrFrom4([4]byte(p[24:28]))
+		return spa, spa == tpa
+	})
+}
+
+// WatchVRRP records IPv4 VRRP adverts, by their source address.
+func WatchVRRP(t TB, ns *NS, ifn string) *Watch {
+	return watch(t, ns, ifn, syscall.ETH_P_IP, func(p []byte) (netip.Addr, bool) {
+		if len(p) < 20 || p[9] != 112 {
+			return netip.Addr{}, false
+		}
+		return netip.AddrFrom4([4]byte(p[12:16])), true
+	})
+}
+
+func watch(t TB, ns *NS, ifn string, proto uint16, match func([]byte) (netip.Addr, bool)) *Watch {
 	t.Helper()
-	w := &ARPWatch{}
+	w := &Watch{}
 	var err error
 	ns.Do(t, func() {
-		w.fd, err = syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, int(htons(syscall.ETH_P_ARP)))
+		w.fd, err = syscall.Socket(syscall.AF_PACKET, syscall.SOCK_DGRAM, int(htons(proto)))
 		if err != nil {
 			return
 		}
@@ -324,15 +345,14 @@ func WatchARP(t TB, ns *NS, ifn string) *ARPWatch {
 		if ifi, err = net.InterfaceByName(ifn); err != nil {
 			return
 		}
-		err = syscall.Bind(w.fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_ARP), Ifindex: ifi.Index})
+		err = syscall.Bind(w.fd, &syscall.SockaddrLinklayer{Protocol: htons(proto), Ifindex: ifi.Index})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tv := syscall.Timeval{Usec: 100000}
 	syscall.SetsockoptTimeval(w.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
-	done := make(chan struct{})
-	stop := make(chan struct{})
+	done, stop := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		buf := make([]byte, 1500)
@@ -343,15 +363,12 @@ func WatchARP(t TB, ns *NS, ifn string) *ARPWatch {
 			default:
 			}
 			n, _, err := syscall.Recvfrom(w.fd, buf, 0)
-			if err != nil || n < 28 {
+			if err != nil {
 				continue
 			}
-			// The ARP payload (SOCK_RAW keeps the Ethernet header).
-			p := buf[14:n]
-			spa, tpa := netip.AddrFrom4([4]byte(p[14:18])), netip.AddrFrom4([4]byte(p[24:28]))
-			if spa == tpa {
+			if addr, ok := match(buf[:n]); ok {
 				w.mu.Lock()
-				w.seen = append(w.seen, ARPSeen{time.Now(), spa})
+				w.seen = append(w.seen, Seen{time.Now(), addr})
 				w.mu.Unlock()
 			}
 		}
@@ -360,8 +377,8 @@ func WatchARP(t TB, ns *NS, ifn string) *ARPWatch {
 	return w
 }
 
-// Count returns how many gratuitous ARPs for addr were seen since since.
-func (w *ARPWatch) Count(addr string, since time.Time) int {
+// Count returns how many frames about addr were seen since since.
+func (w *Watch) Count(addr string, since time.Time) int {
 	a := netip.MustParseAddr(addr)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -372,6 +389,35 @@ func (w *ARPWatch) Count(addr string, since time.Time) int {
 		}
 	}
 	return n
+}
+
+// First returns when the first frame about addr since since was seen, or
+// the zero time.
+func (w *Watch) First(addr string, since time.Time) time.Time {
+	a := netip.MustParseAddr(addr)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.seen {
+		if s.Addr == a && !s.At.Before(since) {
+			return s.At
+		}
+	}
+	return time.Time{}
+}
+
+// Last returns when the last frame about addr before before was seen, or
+// the zero time.
+func (w *Watch) Last(addr string, before time.Time) time.Time {
+	a := netip.MustParseAddr(addr)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, s := range w.seen {
+		if s.Addr == a && s.At.Before(before) {
+			last = s.At
+		}
+	}
+	return last
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -411,18 +457,4 @@ func (s *Switch) Plug(t TB, peer *NS, ifn, addr string) {
 	if err := s.ns.NL.LinkSetMaster(l, s.br); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// First returns when the first gratuitous ARP for addr since since was
-// seen, or the zero time.
-func (w *ARPWatch) First(addr string, since time.Time) time.Time {
-	a := netip.MustParseAddr(addr)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, s := range w.seen {
-		if s.Addr == a && !s.At.Before(since) {
-			return s.At
-		}
-	}
-	return time.Time{}
 }
