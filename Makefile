@@ -54,6 +54,7 @@ bench: build test-deps
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /integration)
 	scripts/bench-config.sh
 	$(GO) test -run '^$$' -bench Failover -benchtime $${FAILOVER_ROUNDS:-5}x ./integration
+	$(GO) test -run '^$$' -bench AdvertInterval -benchtime 3x ./integration
 
 ## fuzz: run the configuration fuzzer for a while (make test runs its seeds).
 fuzz:

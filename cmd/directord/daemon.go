@@ -35,6 +35,11 @@ func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 		}
 		defer os.Remove(o.pidFile)
 	}
+	if os.Getenv("DIRECTORD_NO_RENICE") == "" {
+		if err := raisePriority(); err != nil {
+			log.Warn("could not raise the scheduling priority", "nice", vrrpNice, "err", err)
+		}
+	}
 	h, err := netlink.NewHandle()
 	if err != nil {
 		log.Error("netlink", "err", err)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -352,23 +353,35 @@ func watch(t TB, ns *NS, ifn string, proto uint16, match func([]byte) (netip.Add
 	}
 	tv := syscall.Timeval{Usec: 100000}
 	syscall.SetsockoptTimeval(w.fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	// The kernel's receive time, not when this process got round to
+	// reading: a busy host must not blur what is measured.
+	syscall.SetsockoptInt(w.fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
 	done, stop := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		buf := make([]byte, 1500)
+		buf, oob := make([]byte, 1500), make([]byte, 128)
 		for {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			n, _, err := syscall.Recvfrom(w.fd, buf, 0)
+			n, oobn, _, _, err := syscall.Recvmsg(w.fd, buf, oob, 0)
 			if err != nil {
 				continue
 			}
+			at := time.Now()
+			if msgs, err := syscall.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, m := range msgs {
+					if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+						ts := (*syscall.Timespec)(unsafe.Pointer(&m.Data[0]))
+						at = time.Unix(ts.Sec, ts.Nsec)
+					}
+				}
+			}
 			if addr, ok := match(buf[:n]); ok {
 				w.mu.Lock()
-				w.seen = append(w.seen, Seen{time.Now(), addr})
+				w.seen = append(w.seen, Seen{at, addr})
 				w.mu.Unlock()
 			}
 		}
@@ -457,4 +470,18 @@ func (s *Switch) Plug(t TB, peer *NS, ifn, addr string) {
 	if err := s.ns.NL.LinkSetMaster(l, s.br); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Times returns when the frames about addr since since were seen.
+func (w *Watch) Times(addr string, since time.Time) []time.Time {
+	a := netip.MustParseAddr(addr)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Time
+	for _, s := range w.seen {
+		if s.Addr == a && !s.At.Before(since) {
+			out = append(out, s.At)
+		}
+	}
+	return out
 }
