@@ -535,3 +535,17 @@ func TestThreePeersOnABridge(t *testing.T) {
 	}
 	t.Logf("peer 2 master %v after peer 1 went silent (%v)", took, time.Since(cut))
 }
+
+// TestUnsolicitedNA: an IPv6 master announces its address with unsolicited
+// Neighbor Advertisements, at once and again after garp_master_delay.
+func TestUnsolicitedNA(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-na-a")
+	b := nstest.New(t, "dd-na-b")
+	nstest.Link(t, a, b, "dda", "ddb", "2001:db8::1/64", "2001:db8::2/64")
+	nas := nstest.WatchNA(t, b, "ddb")
+	start := time.Now()
+	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "2001:db8::100/64", "garp_master_delay 1\n    garp_master_repeat 2"))
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
+	nstest.WaitFor(t, 3*time.Second, "two bursts of unsolicited NAs", func() bool { return nas.Count("2001:db8::100", start) >= 4 })
+}

@@ -323,6 +323,17 @@ func WatchARP(t TB, ns *NS, ifn string) *Watch {
 	})
 }
 
+// WatchNA records unsolicited Neighbor Advertisements (ICMPv6 type 136 to
+// all nodes), by their target address.
+func WatchNA(t TB, ns *NS, ifn string) *Watch {
+	return watch(t, ns, ifn, syscall.ETH_P_IPV6, func(p []byte) (netip.Addr, bool) {
+		if len(p) < 40+24 || p[6] != 58 || p[40] != 136 {
+			return netip.Addr{}, false
+		}
+		return netip.AddrFrom16([16]byte(p[48:64])), true
+	})
+}
+
 // WatchVRRP records IPv4 VRRP adverts, by their source address.
 func WatchVRRP(t TB, ns *NS, ifn string) *Watch {
 	return watch(t, ns, ifn, syscall.ETH_P_IP, func(p []byte) (netip.Addr, bool) {
