@@ -549,3 +549,41 @@ func TestUnsolicitedNA(t *testing.T) {
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
 	nstest.WaitFor(t, 3*time.Second, "two bursts of unsolicited NAs", func() bool { return nas.Count("2001:db8::100", start) >= 4 })
 }
+
+// TestNopreemptAndPreemptDelay: a higher priority peer that starts while
+// another is master does not take over with nopreempt, and takes over only
+// after preempt_delay with it.
+func TestNopreemptAndPreemptDelay(t *testing.T) {
+	nstest.RequireRoot(t)
+	for _, tc := range []struct {
+		name  string
+		extra string
+		delay time.Duration // -1: never
+	}{
+		{"nopreempt", "nopreempt", -1},
+		{"preempt_delay 1", "preempt_delay 1", time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := nstest.New(t, "dd-pre-a")
+			b := nstest.New(t, "dd-pre-b")
+			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+			nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+			nstest.WaitFor(t, 5*time.Second, "b master", func() bool { return nb.state(t) == Master })
+			start := time.Now()
+			na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", tc.extra))
+			if tc.delay < 0 {
+				nstest.HoldFor(t, 2*time.Second, "b stays master", func() bool {
+					return nb.state(t) == Master && na.state(t) == Backup && !a.HasAddr(t, "dda", "192.0.2.100")
+				})
+				return
+			}
+			nstest.WaitFor(t, 5*time.Second, "a preempts", func() bool { return na.state(t) == Master })
+			took := time.Since(start)
+			// preempt_delay, then the down timer: 300 ms + 21.9 ms skew.
+			if took < tc.delay || took > tc.delay+322*time.Millisecond+200*time.Millisecond {
+				t.Errorf("a preempted after %v, want preempt_delay %v plus Master_Down_Interval", took, tc.delay)
+			}
+			t.Logf("preempted after %v", took)
+		})
+	}
+}
