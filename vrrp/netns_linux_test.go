@@ -587,3 +587,45 @@ func TestNopreemptAndPreemptDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestManyInstances: four instances on two interfaces in one process, two
+// families sharing one interface and two VRIDs sharing each socket: each
+// elects on its own, and the masters are split between the peers as their
+// priorities say.
+func TestManyInstances(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-many-a")
+	b := nstest.New(t, "dd-many-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24 2001:db8::2/64")
+	nstest.Link(t, a, b, "dda2", "ddb2", "198.51.100.1/24", "198.51.100.2/24")
+	conf := func(ifs [2]string, prios [4]int) string {
+		inst := func(name, ifn string, vrid, prio int, vip string) string {
+			return fmt.Sprintf("vrrp_instance %s {\n interface %s\n virtual_router_id %d\n priority %d\n version 3\n advert_int 0.1\n virtual_ipaddress {\n  %s\n }\n}\n",
+				name, ifn, vrid, prio, vip)
+		}
+		return inst("V4A", ifs[0], 1, prios[0], "192.0.2.101/24") +
+			inst("V4B", ifs[0], 2, prios[1], "192.0.2.102/24") +
+			inst("V6", ifs[0], 1, prios[2], "2001:db8::103/64") +
+			inst("OTHER", ifs[1], 1, prios[3], "198.51.100.104/24")
+	}
+	startNode(t, a, conf([2]string{"dda", "dda2"}, [4]int{200, 100, 200, 100}))
+	startNode(t, b, conf([2]string{"ddb", "ddb2"}, [4]int{100, 200, 100, 200}))
+	want := map[string]struct {
+		ns  *nstest.NS
+		ifn string
+	}{
+		"192.0.2.101": {a, "dda"}, "192.0.2.102": {b, "ddb"}, "2001:db8::103": {a, "dda"}, "198.51.100.104": {b, "ddb2"},
+	}
+	other := map[*nstest.NS]*nstest.NS{a: b, b: a}
+	otherIf := map[string]string{"dda": "ddb", "ddb": "dda", "ddb2": "dda2"}
+	converged := func() bool {
+		for vip, w := range want {
+			if !w.ns.HasAddr(t, w.ifn, vip) || other[w.ns].HasAddr(t, otherIf[w.ifn], vip) {
+				return false
+			}
+		}
+		return true
+	}
+	nstest.WaitFor(t, 5*time.Second, "each VIP on its master alone", converged)
+	nstest.HoldFor(t, time.Second, "each VIP on its master alone", converged)
+}
