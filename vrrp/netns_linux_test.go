@@ -397,7 +397,12 @@ func TestSyncGroup(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	notes := filepath.Join(t.TempDir(), "notes")
 	group := func(iface string, prio int, track bool) string {
+		notify := ""
+		if track {
+			notify = fmt.Sprintf(`notify "/bin/sh -c 'echo \"$*\" >> %s' notify"`, notes)
+		}
 		chk := ""
 		if track {
 			chk = "track_script {\n        chk\n    }"
@@ -411,6 +416,7 @@ vrrp_sync_group G {
         VI_1
         VI_2
     }
+    %[5]s
 }
 vrrp_instance VI_1 {
     interface %[2]s
@@ -433,7 +439,7 @@ vrrp_instance VI_2 {
         192.0.2.200/24
     }
 }
-`, flag, iface, prio, chk)
+`, flag, iface, prio, chk, notify)
 	}
 	na := startNode(t, a, group("dda", 150, true))
 	startNode(t, b, group("ddb", 100, false))
@@ -453,6 +459,12 @@ vrrp_instance VI_2 {
 	}
 	os.WriteFile(flag, nil, 0o644)
 	nstest.WaitFor(t, 5*time.Second, "a takes both back", func() bool { return both(a, "dda") && !b.HasAddr(t, "ddb", "192.0.2.100") })
+	na.stop()
+	got, _ := os.ReadFile(notes)
+	want := "GROUP G BACKUP 0\nGROUP G MASTER 0\nGROUP G FAULT 0\nGROUP G BACKUP 0\nGROUP G MASTER 0\nGROUP G STOP 0\n"
+	if string(got) != want {
+		t.Errorf("group notify:\n%s\nwant:\n%s", got, want)
+	}
 }
 
 // TestVirtualRoutes: the master alone holds the instance's virtual_routes,

@@ -23,6 +23,7 @@ type Node struct {
 	log    *slog.Logger
 	addrs  *Addrs
 	routes *Routes
+	groups []*groupNotifier
 	socks  []*sock
 	insts  []*instance
 	track  *tracking
@@ -55,6 +56,8 @@ type instance struct {
 	members []*instance // the others of its sync group
 	forcing bool        // a transition the group forces: not passed on
 	notes   *notifier
+	gnotes  *groupNotifier // its sync group's, shared by the members
+	state   atomic.Uint32  // the machine's state, for the group's notify
 
 	drops       [dropReasons]atomic.Uint64
 	sent        atomic.Uint64
@@ -83,11 +86,19 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 	for _, in := range n.insts {
 		in.group = groups[in.cfg.SyncGroup]
 	}
+	gnotes := map[*config.SyncGroup]*groupNotifier{}
 	for _, in := range n.insts {
 		for _, o := range n.insts {
 			if o != in && in.group != nil && o.group == in.group {
 				in.members = append(in.members, o)
 			}
+		}
+		if in.group != nil {
+			if gnotes[in.group] == nil {
+				gnotes[in.group] = &groupNotifier{group: in.group, queue: make(chan notification, 64), done: make(chan struct{}), log: log}
+				n.groups = append(n.groups, gnotes[in.group])
+			}
+			in.gnotes = gnotes[in.group]
 		}
 	}
 	var err error
@@ -241,6 +252,9 @@ func (n *Node) Run(ctx context.Context) error {
 		drivers.Add(1)
 		go func() { defer drivers.Done(); in.drv.Run(runCtx, true) }()
 	}
+	for _, g := range n.groups {
+		go g.run(n.track.runner)
+	}
 	<-ctx.Done()
 	cancel()
 	drivers.Wait() // every master has sent its priority 0 advert
@@ -252,6 +266,10 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, in := range n.insts {
 		close(in.notes.queue)
 		<-in.notes.done // notify_stop has run
+	}
+	for _, g := range n.groups {
+		close(g.queue)
+		<-g.done
 	}
 	return err
 }
@@ -343,7 +361,9 @@ func (in *instance) SendGARP(n int) {
 func (in *instance) Transition(from, to State) {
 	in.transitions.Add(1)
 	in.node.log.Info("vrrp transition", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "from", from.String(), "to", to.String())
+	in.state.Store(uint32(to))
 	defer in.notify(to, in.drv.m.Priority())
+	defer in.groupNotify(to)
 	// The rest of a sync group follows a member that becomes master, or
 	// that gives mastership up to another router.
 	if !in.forcing && (to == Master || (from == Master && to == Backup)) {

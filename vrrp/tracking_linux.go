@@ -2,6 +2,7 @@ package vrrp
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -209,5 +210,69 @@ func (nf *notifier) run(r script.Runner) {
 func (nf *notifier) result(s *config.Script, res script.Result) {
 	if !res.OK() {
 		nf.in.node.log.Warn("vrrp notify script failed", "instance", nf.in.cfg.Name, "script", s.Command, "exit", res.ExitCode, "err", res.Err)
+	}
+}
+
+// groupNotifier runs a sync group's notify scripts when the group's state
+// changes: when every member has reached the same state.
+type groupNotifier struct {
+	group *config.SyncGroup
+	log   *slog.Logger
+	mu    sync.Mutex
+	last  State
+	queue chan notification
+	done  chan struct{}
+}
+
+// groupNotify is called on every member transition.
+func (in *instance) groupNotify(to State) {
+	g := in.gnotes
+	if g == nil {
+		return
+	}
+	for _, o := range in.members {
+		if State(o.state.Load()) != to {
+			return
+		}
+	}
+	g.mu.Lock()
+	changed := g.last != to
+	g.last = to
+	g.mu.Unlock()
+	if !changed {
+		return
+	}
+	select {
+	case g.queue <- notification{to: to}:
+	default:
+		g.log.Warn("vrrp group notify queue full: notification dropped", "group", g.group.Name)
+	}
+}
+
+func (g *groupNotifier) run(r script.Runner) {
+	defer close(g.done)
+	for n := range g.queue {
+		var s *config.Script
+		state := n.to.String()
+		switch n.to {
+		case Master:
+			s = g.group.Notify.Master
+		case Backup:
+			s = g.group.Notify.Backup
+		case Fault:
+			s = g.group.Notify.Fault
+		case Initialize:
+			s, state = g.group.Notify.Stop, "STOP"
+		}
+		if s != nil && len(s.Args) > 0 {
+			if res := r.Run(context.Background(), s, 30*time.Second); !res.OK() {
+				g.log.Warn("vrrp group notify script failed", "group", g.group.Name, "script", s.Command, "exit", res.ExitCode, "err", res.Err)
+			}
+		}
+		if a := g.group.Notify.Any; a != nil && len(a.Args) > 0 {
+			if res := r.Run(context.Background(), a, 30*time.Second, "GROUP", g.group.Name, state, "0"); !res.OK() {
+				g.log.Warn("vrrp group notify script failed", "group", g.group.Name, "script", a.Command, "exit", res.ExitCode, "err", res.Err)
+			}
+		}
 	}
 }
