@@ -280,6 +280,9 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 		}
 		if m.p.Garp.LowerPrioRep > 0 {
 			m.act.SendGARP(m.p.Garp.LowerPrioRep)
+			if m.p.Garp.LowerPrioDelay > 0 {
+				m.garpAt, m.garpN = now.Add(m.p.Garp.LowerPrioDelay), m.p.Garp.LowerPrioRep
+			}
 		}
 	}
 }

@@ -309,3 +309,23 @@ func TestForce(t *testing.T) {
 	s.m.Force(s.t0.Add(s.now), Master) // a fault is not overridden
 	s.want("0s INIT->BACKUP", "1s advert 100", "1s BACKUP->MASTER", "1s garp 5", "1.5s MASTER->BACKUP", "1.5s BACKUP->FAULT")
 }
+
+func TestGarpLowerPrio(t *testing.T) {
+	p := v2params(200)
+	p.Garp = GarpParams{Repeat: 1, LowerPrioRep: 2, LowerPrioDelay: 3 * time.Second}
+	p.LowerPrioNoAdvert = true
+	s := newSim(t, p)
+	s.start()
+	s.until(4 * time.Second)
+	s.rec.log = nil
+	s.advert(5*time.Second, 100, "192.0.2.9", 1)
+	s.until(10 * time.Second)
+	var garps []string
+	for _, l := range s.rec.log {
+		if strings.Contains(l, "garp") {
+			garps = append(garps, l)
+		}
+	}
+	s.rec.log = garps
+	s.want("5s garp 2", "8s garp 2")
+}

@@ -641,3 +641,23 @@ func TestManyInstances(t *testing.T) {
 	nstest.WaitFor(t, 5*time.Second, "each VIP on its master alone", converged)
 	nstest.HoldFor(t, time.Second, "each VIP on its master alone", converged)
 }
+
+// TestGarpInterval: vrrp_garp_interval spaces the gratuitous ARPs a
+// master sends on an interface.
+func TestGarpInterval(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-gi-a")
+	b := nstest.New(t, "dd-gi-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	arps := nstest.WatchARP(t, b, "ddb")
+	start := time.Now()
+	startNode(t, a, "global_defs {\n    vrrp_garp_interval 0.05\n}\n"+
+		instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", "garp_master_repeat 5\n    garp_master_delay 0"))
+	nstest.WaitFor(t, 5*time.Second, "five gratuitous ARPs", func() bool { return arps.Count("192.0.2.100", start) >= 5 })
+	times := arps.Times("192.0.2.100", start)
+	for i := 1; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap < 49*time.Millisecond {
+			t.Errorf("gap %d: %v, want at least 50 ms", i, gap)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 // per interface and family, shared by the instances on it and demultiplexed
 // by VRID; one Driver per instance; virtual addresses through Addrs.
 type Node struct {
+	pacers map[string]*Pacer // per interface
 	log    *slog.Logger
 	addrs  *Addrs
 	routes *Routes
@@ -45,6 +46,7 @@ type instance struct {
 	sock    *sock
 	drv     *Driver
 	ann     *Announcer
+	garps   chan int // bursts to send, off the state machine's path
 	params  Params
 	expect  Expect
 	primary netip.Addr
@@ -69,7 +71,7 @@ type instance struct {
 // thread inside the network namespace the instances belong to; h is a
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
-	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h)}
+	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h), pacers: map[string]*Pacer{}}
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
 		in, err := n.newInstance(cfg, ci, socks)
@@ -180,7 +182,12 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	for _, v := range ci.VIPs {
 		in.vips = append(in.vips, v.Prefix.Addr())
 	}
-	in.ann, err = NewAnnouncer(s.conn.Interface(), !ipv6 || hasFamily(ci, false), ipv6 || hasFamily(ci, true))
+	pace := n.pacers[ci.Interface]
+	if pace == nil {
+		pace = &Pacer{Gap4: cfg.Global.GarpInterval, Gap6: cfg.Global.GnaInterval}
+		n.pacers[ci.Interface] = pace
+	}
+	in.ann, err = NewAnnouncer(s.conn.Interface(), !ipv6 || hasFamily(ci, false), ipv6 || hasFamily(ci, true), pace)
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
 	}
@@ -243,12 +250,17 @@ func (n *Node) Run(ctx context.Context) error {
 	tracked := make(chan struct{})
 	go func() { defer close(tracked); n.track.run(trackCtx) }()
 	var drivers sync.WaitGroup
+	var announcing []chan struct{}
 	now := time.Now()
 	for _, in := range n.insts {
 		p, fault := n.faultOf(in)
 		in.drv.Init(now, p, fault)
 		in.notes = &notifier{in: in, queue: make(chan notification, 64), done: make(chan struct{})}
 		go in.notes.run(n.track.runner)
+		in.garps = make(chan int, 64)
+		announced := make(chan struct{})
+		announcing = append(announcing, announced)
+		go in.announce(announced)
 		drivers.Add(1)
 		go func() { defer drivers.Done(); in.drv.Run(runCtx, true) }()
 	}
@@ -258,6 +270,10 @@ func (n *Node) Run(ctx context.Context) error {
 	<-ctx.Done()
 	cancel()
 	drivers.Wait() // every master has sent its priority 0 advert
+	for i, in := range n.insts {
+		close(in.garps)
+		<-announcing[i]
+	}
 	stopTracking()
 	<-tracked
 	err := errors.Join(n.routes.RemoveAll(), n.addrs.RemoveAll())
@@ -343,15 +359,27 @@ func (in *instance) SendAdvert(prio uint8) {
 
 // SendGARP is an Action: n announcements of every virtual address.
 func (in *instance) SendGARP(n int) {
+	select {
+	case in.garps <- n:
+	default:
+		in.node.log.Warn("vrrp announce queue full: burst dropped", "instance", in.cfg.Name)
+	}
+}
+
+// announce sends the queued bursts until the queue is closed.
+func (in *instance) announce(done chan<- struct{}) {
+	defer close(done)
 	var addrs []netip.Addr
 	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
 		if v.Dev == "" || v.Dev == in.cfg.Interface {
 			addrs = append(addrs, v.Prefix.Addr())
 		}
 	}
-	for i := 0; i < n; i++ {
-		if err := in.ann.Announce(addrs); err != nil {
-			in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+	for n := range in.garps {
+		for i := 0; i < n; i++ {
+			if err := in.ann.Announce(addrs); err != nil {
+				in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+			}
 		}
 	}
 }
