@@ -65,49 +65,39 @@ func OpenConn(ifname string, ipv6Family bool, group netip.Addr) (*Conn, error) {
 	return c, nil
 }
 
+// multicaster is what ipv4.PacketConn and ipv6.PacketConn share.
+type multicaster interface {
+	SetMulticastInterface(*net.Interface) error
+	SetMulticastLoopback(bool) error
+	JoinGroup(*net.Interface, net.Addr) error
+}
+
 func (c *Conn) setup() error {
+	var m multicaster
+	var err error
 	if !c.ipv6 {
 		c.c4 = ipv4.NewPacketConn(c.raw)
-		p := c.c4
-		if err := p.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
-			return err
-		}
-		if err := p.SetMulticastTTL(255); err != nil {
-			return err
-		}
-		if err := p.SetTTL(255); err != nil {
-			return err
-		}
-		if err := p.SetMulticastInterface(c.ifi); err != nil {
-			return err
-		}
-		if err := p.SetMulticastLoopback(false); err != nil {
-			return err
-		}
-		if c.group.IsValid() {
-			return p.JoinGroup(c.ifi, &net.IPAddr{IP: c.group.AsSlice()})
-		}
-		return nil
+		m = c.c4
+		err = errors.Join(
+			c.c4.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true),
+			c.c4.SetMulticastTTL(255),
+			c.c4.SetTTL(255))
+	} else {
+		c.c6 = ipv6.NewPacketConn(c.raw)
+		m = c.c6
+		err = errors.Join(
+			c.c6.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true),
+			c.c6.SetMulticastHopLimit(255),
+			c.c6.SetHopLimit(255))
 	}
-	c.c6 = ipv6.NewPacketConn(c.raw)
-	p := c.c6
-	if err := p.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true); err != nil {
+	if err != nil {
 		return err
 	}
-	if err := p.SetMulticastHopLimit(255); err != nil {
-		return err
-	}
-	if err := p.SetHopLimit(255); err != nil {
-		return err
-	}
-	if err := p.SetMulticastInterface(c.ifi); err != nil {
-		return err
-	}
-	if err := p.SetMulticastLoopback(false); err != nil {
+	if err := errors.Join(m.SetMulticastInterface(c.ifi), m.SetMulticastLoopback(false)); err != nil {
 		return err
 	}
 	if c.group.IsValid() {
-		return p.JoinGroup(c.ifi, &net.IPAddr{IP: c.group.AsSlice()})
+		return m.JoinGroup(c.ifi, &net.IPAddr{IP: c.group.AsSlice()})
 	}
 	return nil
 }
