@@ -231,6 +231,7 @@ var instanceBlock = &block[Instance]{
 		"lower_prio_no_advert":    instanceFlag(func(in *Instance) *bool { return &in.LowerPrioNoAdvert }),
 		"higher_prio_send_advert": instanceFlag(func(in *Instance) *bool { return &in.HigherPrioSendAdvert }),
 		"promote_secondaries":     instanceFlag(func(in *Instance) *bool { return &in.PromoteSecondaries }),
+		"v3_checksum_as_v2":       instanceFlag(func(in *Instance) *bool { return &in.ChecksumAsV2 }),
 		"native_ipv6": func(d *decoder, n *Node, in *Instance) {
 			if d.noBlock(n) && d.want(n, 0, 0) {
 				markSet(&in.set, n)

@@ -208,6 +208,9 @@ type Instance struct {
 	LowerPrioNoAdvert    bool         `json:"lower_prio_no_advert"`
 	HigherPrioSendAdvert bool         `json:"higher_prio_send_advert"`
 	PromoteSecondaries   bool         `json:"promote_secondaries,omitempty"`
+	// ChecksumAsV2 sends VRRPv3 over IPv4 with the message-only checksum of
+	// RFC 9568 (keepalived's v3_checksum_as_v2); both forms are accepted.
+	ChecksumAsV2 bool `json:"v3_checksum_as_v2,omitempty"`
 	// SyncGroup is the vrrp_sync_group this instance belongs to, if any.
 	SyncGroup string `json:"sync_group,omitempty"`
 

@@ -95,3 +95,30 @@ func TestDirectordBesideKeepalived(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectordKilled: two directord peers; the master killed with SIGKILL
+// is replaced after Master_Down_Interval (the backup's, priority 100 at
+// 100 ms: 360.9 ms), measured from the master's last advert as the backup
+// received it.
+func TestDirectordKilled(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-kill-a")
+	b := nstest.New(t, "dd-kill-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	arps := nstest.WatchARP(t, a, "dda")
+	adverts := nstest.WatchVRRP(t, b, "ddb")
+	master := startDirectord(t, a, conf("dda", 150))
+	startDirectord(t, b, conf("ddb", 100))
+	nstest.WaitFor(t, 5*time.Second, "a holds the VIP", func() bool { return a.HasAddr(t, "dda", "192.0.2.100") })
+	nstest.HoldFor(t, 500*time.Millisecond, "a alone holds the VIP", func() bool {
+		return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100")
+	})
+	kill := time.Now()
+	master.Signal(syscall.SIGKILL)
+	nstest.WaitFor(t, 3*time.Second, "b announces the VIP", func() bool { return arps.Count("192.0.2.100", kill) > 0 })
+	took := arps.First("192.0.2.100", kill).Sub(adverts.Last("192.0.2.1", kill))
+	if bound := 300*time.Millisecond + 156*100*time.Millisecond/256; took < bound || took > bound+20*time.Millisecond {
+		t.Errorf("b announced %v after a's last advert, want Master_Down_Interval %v (+20 ms)", took, bound)
+	}
+	t.Logf("takeover %v after the last advert", took)
+}

@@ -661,3 +661,45 @@ func TestGarpInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestChecksumAsV2: a peer sending VRRPv3 with the message-only checksum
+// of RFC 9568 (v3_checksum_as_v2) is understood: the pair elects as usual.
+func TestChecksumAsV2(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-ck-a")
+	b := nstest.New(t, "dd-ck-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", "v3_checksum_as_v2"))
+	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+	converged := func() bool { return na.state(t) == Master && nb.state(t) == Backup }
+	nstest.WaitFor(t, 5*time.Second, "a master, b backup", converged)
+	nstest.HoldFor(t, 500*time.Millisecond, "a master, b backup", converged)
+	st, _ := nb.n.Status(context.Background())
+	if st[0].Received == 0 || st[0].Drops["checksum"] != 0 {
+		t.Errorf("b: %+v", st[0])
+	}
+}
+
+// TestTrackInterfaceWeight: a tracked interface (not the VRRP one) going
+// down lowers the master's priority by its weight, and the peer takes over.
+func TestTrackInterfaceWeight(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-ti-a")
+	b := nstest.New(t, "dd-ti-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.Link(t, a, b, "upl", "upl-peer", "198.51.100.1/24", "198.51.100.2/24")
+	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", "track_interface {\n        upl weight -60\n    }"))
+	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
+	l, err := a.NL.LinkByName("upl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkSetDown(l); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 3*time.Second, "b takes over from a at 90", func() bool {
+		st, _ := na.n.Status(context.Background())
+		return nb.state(t) == Master && st[0].State == Backup && st[0].Priority == 90
+	})
+}

@@ -345,7 +345,11 @@ func (in *instance) SendAdvert(prio uint8) {
 	a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: prio, Interval: in.interval(),
 		AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
 	for _, dst := range in.dsts {
-		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, PseudoHeader)
+		mode := PseudoHeader
+		if in.cfg.ChecksumAsV2 {
+			mode = MessageOnly
+		}
+		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, mode)
 		if err == nil {
 			err = in.sock.conn.Write(b, in.primary, dst)
 		}
@@ -446,13 +450,14 @@ func (in *instance) installRoutes(on bool) {
 
 // InstanceStatus is one instance's state for status displays and tests.
 type InstanceStatus struct {
-	Name       string
-	State      State
-	Priority   uint8
-	MasterAddr netip.Addr
-	Sent       uint64
-	Received   uint64
-	Drops      map[string]uint64
+	Name        string
+	State       State
+	Priority    uint8
+	MasterAddr  netip.Addr
+	Sent        uint64
+	Received    uint64
+	Transitions uint64
+	Drops       map[string]uint64
 }
 
 // Status reports every instance.
@@ -464,7 +469,7 @@ func (n *Node) Status(ctx context.Context) ([]InstanceStatus, error) {
 			return nil, err
 		}
 		s := InstanceStatus{Name: in.cfg.Name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
-			Sent: in.sent.Load(), Received: in.received.Load(), Drops: map[string]uint64{}}
+			Sent: in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
 		for _, r := range DropReasons() {
 			if v := in.drops[r].Load() + in.sock.drops[r].Load(); v > 0 {
 				s.Drops[r.String()] = v
