@@ -274,6 +274,16 @@ var globalBlock = &block[Global]{
 		"vrrp_strict":                  globalFlag(func(g *Global) *bool { return &g.Strict }),
 		"vrrp_lower_prio_no_advert":    globalFlag(func(g *Global) *bool { return &g.LowerPrioNoAdvert }),
 		"vrrp_higher_prio_send_advert": globalFlag(func(g *Global) *bool { return &g.HigherPrioSendAdvert }),
+		"vrrp_priority": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.integer(n, -20, 19); ok {
+				g.Nice = int(v)
+			}
+		},
+		"vrrp_rt_priority": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.integer(n, 1, 99); ok {
+				g.RTPriority = int(v)
+			}
+		},
 		"vrrp_startup_delay": func(d *decoder, n *Node, g *Global) {
 			g.StartupDelay, _ = d.timer(n, 0, 3600*time.Second)
 		},
@@ -295,8 +305,8 @@ func globalUnsupported() map[string]string {
 	add("directord is one process",
 		"process_names", "process_name", "vrrp_process_name", "checker_process_name",
 		"lvs_process_name", "bfd_process_name",
-		"vrrp_priority", "checker_priority", "bfd_priority", "vrrp_no_swap", "checker_no_swap",
-		"bfd_no_swap", "vrrp_rt_priority", "checker_rt_priority", "bfd_rt_priority",
+		"checker_priority", "bfd_priority", "vrrp_no_swap", "checker_no_swap",
+		"bfd_no_swap", "checker_rt_priority", "bfd_rt_priority",
 		"vrrp_cpu_affinity", "checker_cpu_affinity", "bfd_cpu_affinity",
 		"vrrp_rlimit_rttime", "checker_rlimit_rttime", "bfd_rlimit_rttime",
 		"vrrp_rlimit_rtime", "checker_rlimit_rtime", "bfd_rlimit_rtime",

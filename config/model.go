@@ -37,19 +37,26 @@ type Global struct {
 	LVSFlush       bool         `json:"lvs_flush"`
 	LVSFlushOnStop string       `json:"lvs_flush_on_stop,omitempty"` // "", "ALL" or "VS"
 
-	VRRPVersion          int            `json:"vrrp_version"`
-	MCastGroup4          netip.Addr     `json:"vrrp_mcast_group4"`
-	MCastGroup6          netip.Addr     `json:"vrrp_mcast_group6"`
-	Garp                 GarpSettings   `json:"garp"`
-	GarpInterval         time.Duration  `json:"vrrp_garp_interval"`
-	GnaInterval          time.Duration  `json:"vrrp_gna_interval"`
-	CheckUnicastSrc      bool           `json:"vrrp_check_unicast_src"`
-	SkipCheckAdvAddr     bool           `json:"vrrp_skip_check_adv_addr"`
-	Strict               bool           `json:"vrrp_strict"`
-	LowerPrioNoAdvert    bool           `json:"vrrp_lower_prio_no_advert"`
-	HigherPrioSendAdvert bool           `json:"vrrp_higher_prio_send_advert"`
-	StartupDelay         time.Duration  `json:"vrrp_startup_delay"`
-	set                  map[string]Pos // keywords given, for defaults that depend on them
+	VRRPVersion          int           `json:"vrrp_version"`
+	MCastGroup4          netip.Addr    `json:"vrrp_mcast_group4"`
+	MCastGroup6          netip.Addr    `json:"vrrp_mcast_group6"`
+	Garp                 GarpSettings  `json:"garp"`
+	GarpInterval         time.Duration `json:"vrrp_garp_interval"`
+	GnaInterval          time.Duration `json:"vrrp_gna_interval"`
+	CheckUnicastSrc      bool          `json:"vrrp_check_unicast_src"`
+	SkipCheckAdvAddr     bool          `json:"vrrp_skip_check_adv_addr"`
+	Strict               bool          `json:"vrrp_strict"`
+	LowerPrioNoAdvert    bool          `json:"vrrp_lower_prio_no_advert"`
+	HigherPrioSendAdvert bool          `json:"vrrp_higher_prio_send_advert"`
+	StartupDelay         time.Duration `json:"vrrp_startup_delay"`
+	// Nice is the nice value directord's threads run at (vrrp_priority);
+	// directord's default is -15, so that adverts leave on time on a busy
+	// host.
+	Nice int `json:"vrrp_priority"`
+	// RTPriority, when not 0, runs directord's threads in SCHED_RR at this
+	// priority (vrrp_rt_priority).
+	RTPriority int            `json:"vrrp_rt_priority,omitempty"`
+	set        map[string]Pos // keywords given, for defaults that depend on them
 }
 
 // GarpSettings are the gratuitous ARP / unsolicited NA timings, global

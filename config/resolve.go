@@ -10,6 +10,7 @@ func defaultGlobal(hostname string) Global {
 	return Global{
 		RouterID:    hostname,
 		VRRPVersion: 2,
+		Nice:        -15,
 		MCastGroup4: netip.AddrFrom4([4]byte{224, 0, 0, 18}),
 		MCastGroup6: netip.MustParseAddr("ff02::12"),
 		Garp: GarpSettings{MasterDelay: 5 * time.Second, MasterRepeat: 5, LowerPrioDelay: -1,

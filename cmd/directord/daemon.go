@@ -35,9 +35,14 @@ func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 		}
 		defer os.Remove(o.pidFile)
 	}
-	if os.Getenv("DIRECTORD_NO_RENICE") == "" {
-		if err := raisePriority(); err != nil {
-			log.Warn("could not raise the scheduling priority", "nice", vrrpNice, "err", err)
+	// Adverts must leave on time on a busy host, or a backup takes the VIP
+	// of a master that is only slow.
+	if err := renice(cfg.Global.Nice); err != nil {
+		log.Warn("could not set the nice value", "vrrp_priority", cfg.Global.Nice, "err", err)
+	}
+	if p := cfg.Global.RTPriority; p > 0 {
+		if err := setRealtime(p); err != nil {
+			log.Warn("could not set real-time scheduling", "vrrp_rt_priority", p, "err", err)
 		}
 	}
 	h, err := netlink.NewHandle()

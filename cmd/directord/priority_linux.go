@@ -4,18 +4,13 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"unsafe"
 )
 
-// vrrpNice is the nice value directord gives itself: adverts must leave on
-// time even when the host is busy, or a backup takes the VIP for a master
-// that is only slow. keepalived offers vrrp_priority for this; directord
-// does it by default and leaves the systemd unit's Nice= to override.
-const vrrpNice = -15
-
-// raisePriority renices every thread of the process (nice is per thread on
-// Linux, and new threads inherit their creator's). It fails quietly
-// without CAP_SYS_NICE.
-func raisePriority() error {
+// renice sets every thread of the process to nice (nice is per thread on
+// Linux, and new threads inherit their creator's): global_defs
+// vrrp_priority, -15 unless set.
+func renice(nice int) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return err
@@ -26,8 +21,31 @@ func raisePriority() error {
 		if err != nil {
 			continue
 		}
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, vrrpNice); err != nil && first == nil {
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && first == nil {
 			first = err
+		}
+	}
+	return first
+}
+
+// setRealtime puts every thread of the process in SCHED_RR at prio
+// (global_defs vrrp_rt_priority). The kernel's real-time throttling
+// (sched_rt_runtime_us) still leaves other tasks their share.
+func setRealtime(prio int) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	type schedParam struct{ priority int32 }
+	p := schedParam{int32(prio)}
+	var first error
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if _, _, e := syscall.Syscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), 2 /* SCHED_RR */, uintptr(unsafe.Pointer(&p))); e != 0 && first == nil {
+			first = e
 		}
 	}
 	return first
