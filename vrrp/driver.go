@@ -2,6 +2,7 @@ package vrrp
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
 	"time"
@@ -13,12 +14,13 @@ import (
 type Driver struct {
 	m      *Machine
 	events chan func(now time.Time)
+	done   chan struct{} // closed when Run returns: events are no longer taken
 }
 
 // NewDriver returns a driver for a machine with these parameters and
 // actions; the actions are called from Run's goroutine only.
 func NewDriver(p Params, act Actions) *Driver {
-	return &Driver{m: NewMachine(p, act), events: make(chan func(time.Time), 64)}
+	return &Driver{m: NewMachine(p, act), events: make(chan func(time.Time), 64), done: make(chan struct{})}
 }
 
 // Init sets the effective priority and fault before Run starts the machine.
@@ -27,33 +29,42 @@ func (d *Driver) Init(now time.Time, priority uint8, fault bool) {
 	d.m.SetFault(now, fault)
 }
 
+// post queues an event, or drops it once Run has returned: a stopped
+// machine must not block the reader or the tracker that feeds it.
+func (d *Driver) post(f func(time.Time)) {
+	select {
+	case d.events <- f:
+	case <-d.done:
+	}
+}
+
 // Receive hands the machine an advert that passed Check. The advert is
 // copied, so the caller may reuse it.
 func (d *Driver) Receive(a *Advert, src netip.Addr) {
 	c := *a
 	c.Addrs = slices.Clone(a.Addrs)
-	d.events <- func(now time.Time) { d.m.Advert(now, &c, src) }
+	d.post(func(now time.Time) { d.m.Advert(now, &c, src) })
 }
 
 // SetFault marks a tracked resource down or up.
 func (d *Driver) SetFault(fault bool) {
-	d.events <- func(now time.Time) { d.m.SetFault(now, fault) }
+	d.post(func(now time.Time) { d.m.SetFault(now, fault) })
 }
 
 // Force moves the machine to a state its sync group moved to; forced is
 // called around it so that the caller can tell the transitions it causes
 // from the machine's own.
 func (d *Driver) Force(to State, forced func(bool)) {
-	d.events <- func(now time.Time) {
+	d.post(func(now time.Time) {
 		forced(true)
 		d.m.Force(now, to)
 		forced(false)
-	}
+	})
 }
 
 // SetPriority sets the effective priority.
 func (d *Driver) SetPriority(p uint8) {
-	d.events <- func(time.Time) { d.m.SetPriority(p) }
+	d.post(func(time.Time) { d.m.SetPriority(p) })
 }
 
 // Status is a snapshot of the machine.
@@ -70,6 +81,8 @@ func (d *Driver) Status(ctx context.Context) (Status, error) {
 	case d.events <- func(time.Time) {
 		ch <- Status{State: d.m.State(), Priority: d.m.Priority(), MasterAddr: d.m.MasterAddr()}
 	}:
+	case <-d.done:
+		return Status{}, errors.New("vrrp: instance stopped")
 	case <-ctx.Done():
 		return Status{}, ctx.Err()
 	}
@@ -85,6 +98,7 @@ func (d *Driver) Status(ctx context.Context) (Status, error) {
 // true) is a shutdown: a master sends its priority 0 advert. stop false
 // leaves as a crash would, sending nothing; tests use it.
 func (d *Driver) Run(ctx context.Context, stop bool) {
+	defer close(d.done)
 	d.m.Start(time.Now())
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()

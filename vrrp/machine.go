@@ -174,8 +174,10 @@ func (m *Machine) Start(now time.Time) {
 	m.enter(now)
 }
 
-// enter is Initialize's exit, on start and on recovery from Fault.
+// enter is Initialize's exit, on start and on recovery from Fault;
+// preempt_delay counts from it.
 func (m *Machine) enter(now time.Time) {
+	m.started = now
 	if m.priority == 255 {
 		m.becomeMaster(now)
 		return
@@ -185,6 +187,7 @@ func (m *Machine) enter(now time.Time) {
 
 func (m *Machine) becomeMaster(now time.Time) {
 	m.downTimer = time.Time{}
+	m.lowerSince = time.Time{}
 	m.act.SendAdvert(m.priority)
 	m.adverTimer = now.Add(m.p.AdvertInt)
 	m.setState(Master)
@@ -200,6 +203,7 @@ func (m *Machine) becomeMaster(now time.Time) {
 
 func (m *Machine) becomeBackup(now time.Time, masterInt time.Duration) {
 	m.adverTimer, m.garpAt = time.Time{}, time.Time{}
+	m.lowerSince = time.Time{} // preempt_delay counts afresh
 	m.masterAdverInt = masterInt
 	m.downTimer = now.Add(m.MasterDownInterval())
 	m.setState(Backup)

@@ -20,14 +20,15 @@ import (
 // per interface and family, shared by the instances on it and demultiplexed
 // by VRID; one Driver per instance; virtual addresses through Addrs.
 type Node struct {
-	pacers map[string]*Pacer // per interface
-	log    *slog.Logger
-	addrs  *Addrs
-	routes *Routes
-	groups []*groupNotifier
-	socks  []*sock
-	insts  []*instance
-	track  *tracking
+	retracking sync.Mutex
+	pacers     map[string]*Pacer // per interface
+	log        *slog.Logger
+	addrs      *Addrs
+	routes     *Routes
+	groups     []*groupNotifier
+	socks      []*sock
+	insts      []*instance
+	track      *tracking
 }
 
 // sock is one Conn with the instances that listen on it.
@@ -114,6 +115,10 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 // retrack recomputes every instance's priority and fault. A sync group is
 // in fault while any member is: all its members then are.
 func (n *Node) retrack(now time.Time) {
+	// One at a time: a result computed earlier must not be sent after a
+	// later one.
+	n.retracking.Lock()
+	defer n.retracking.Unlock()
 	for _, in := range n.insts {
 		p, fault := n.faultOf(in)
 		in.drv.SetPriority(p)
@@ -381,6 +386,11 @@ func (in *instance) announce(done chan<- struct{}) {
 	}
 	for n := range in.garps {
 		for i := 0; i < n; i++ {
+			// A burst queued while master must not leave after the
+			// addresses have gone to another router.
+			if State(in.state.Load()) != Master {
+				break
+			}
 			if err := in.ann.Announce(addrs); err != nil {
 				in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
 			}

@@ -327,6 +327,10 @@ func (a *Advert) Check(ttl uint8, src netip.Addr, e *Expect) DropReason {
 	case e.CheckSource && !containsAddr(e.Peers, src):
 		return DropSource
 	}
+	if a.Version == 3 && a.Interval == 0 {
+		// Adopted, it would make Master_Down_Interval 0: flapping.
+		return DropInterval
+	}
 	if a.Version == 2 {
 		if a.AuthType != e.AuthType || (e.AuthType == AuthSimple && a.AuthData != e.AuthData) {
 			return DropAuth

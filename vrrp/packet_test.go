@@ -293,6 +293,7 @@ func TestCheck(t *testing.T) {
 		{"wrong auth type", v2, 255, Expect{Version: 2, Interval: 1}, DropAuth},
 		{"v2 interval mismatch", v2, 255, Expect{Version: 2, Interval: 2, AuthType: AuthSimple, AuthData: pass}, DropInterval},
 		{"v3 interval adopted", v3, 255, Expect{Version: 3, Interval: 100}, DropNone},
+		{"v3 interval 0", func() Advert { a := v3; a.Interval = 0; return a }(), 255, Expect{Version: 3, Interval: 100}, DropInterval},
 		{"addresses checked", v3, 255, Expect{Version: 3, CheckAddrs: true, Addrs: addrs("192.0.2.111")}, DropAddrs},
 		{"addresses in another order", v2, 255, Expect{Version: 2, Interval: 1, AuthType: AuthSimple, AuthData: pass,
 			CheckAddrs: true, Addrs: addrs("192.0.2.101", "192.0.2.100")}, DropNone},

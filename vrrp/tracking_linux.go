@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/internal/script"
@@ -24,6 +25,8 @@ type tracking struct {
 	links   map[string]bool // interface name: up
 	updates chan netlink.LinkUpdate
 	done    chan struct{}
+	h       *netlink.Handle
+	ns      *netns.NsHandle // the namespace the instances live in
 }
 
 type trackedScript struct {
@@ -36,7 +39,10 @@ type trackedScript struct {
 func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, error) {
 	t := &tracking{node: n, runner: script.Runner{User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup},
 		scripts: map[string]*trackedScript{}, links: map[string]bool{},
-		updates: make(chan netlink.LinkUpdate, 64), done: make(chan struct{})}
+		updates: make(chan netlink.LinkUpdate, 64), done: make(chan struct{}), h: h}
+	if ns, err := netns.Get(); err == nil {
+		t.ns = &ns // this thread's: NewNode runs inside the namespace
+	}
 	byName := map[string]*config.VRRPScript{}
 	for _, s := range cfg.Scripts {
 		byName[s.Name] = s
@@ -61,10 +67,32 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	for _, l := range links {
 		t.links[l.Attrs().Name] = linkUp(l)
 	}
-	if err := netlink.LinkSubscribe(t.updates, t.done); err != nil {
+	if err := netlink.LinkSubscribeWithOptions(t.updates, t.done, netlink.LinkSubscribeOptions{Namespace: t.ns}); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// resubscribe renews the link subscription and the links' state. It runs
+// on run's goroutine; the handle works from any thread.
+func (t *tracking) resubscribe() {
+	t.updates = make(chan netlink.LinkUpdate, 64)
+	opts := netlink.LinkSubscribeOptions{Namespace: t.ns, ErrorCallback: func(err error) {
+		t.node.log.Warn("vrrp link subscription", "err", err)
+	}}
+	if err := netlink.LinkSubscribeWithOptions(t.updates, t.done, opts); err != nil {
+		t.node.log.Error("vrrp link subscription", "err", err)
+		t.updates = nil // no updates rather than a spinning loop
+		return
+	}
+	if links, err := t.h.LinkList(); err == nil {
+		t.mu.Lock()
+		for _, l := range links {
+			t.links[l.Attrs().Name] = linkUp(l)
+		}
+		t.mu.Unlock()
+		t.node.retrack(time.Now())
+	}
 }
 
 func linkUp(l netlink.Link) bool {
@@ -84,9 +112,17 @@ func (t *tracking) run(ctx context.Context) {
 		case <-ctx.Done():
 			close(t.done)
 			wg.Wait()
+			if t.ns != nil {
+				t.ns.Close()
+			}
 			return
 		case u, ok := <-t.updates:
 			if !ok {
+				// The subscription ended (a receive error such as ENOBUFS):
+				// subscribe again and read every link afresh, or interface
+				// tracking would silently stop.
+				t.node.log.Warn("vrrp link subscription ended: subscribing again")
+				t.resubscribe()
 				continue
 			}
 			name, up := u.Link.Attrs().Name, linkUp(u.Link)
