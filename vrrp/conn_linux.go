@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -93,13 +94,37 @@ func (c *Conn) setup() error {
 	if err != nil {
 		return err
 	}
-	if err := errors.Join(m.SetMulticastInterface(c.ifi), m.SetMulticastLoopback(false)); err != nil {
+	if err := errors.Join(m.SetMulticastInterface(c.ifi), m.SetMulticastLoopback(false), c.multicastAllOff()); err != nil {
 		return err
 	}
 	if c.group.IsValid() {
 		return m.JoinGroup(c.ifi, &net.IPAddr{IP: c.group.AsSlice()})
 	}
 	return nil
+}
+
+// multicastAllOff makes the socket receive only the groups it joined
+// itself (IP_MULTICAST_ALL / IPV6_MULTICAST_ALL default to every group any
+// socket joined), so that instances with other mcast_dst_ip do not hear
+// each other's adverts.
+func (c *Conn) multicastAllOff() error {
+	rc, ok := c.raw.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := rc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		if c.ipv6 {
+			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IPV6, 29 /* IPV6_MULTICAST_ALL */, 0)
+		} else {
+			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IP, 49 /* IP_MULTICAST_ALL */, 0)
+		}
+	})
+	return errors.Join(err, serr)
 }
 
 // Interface is the interface the Conn was opened on.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,6 +103,22 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 				n.groups = append(n.groups, gnotes[in.group])
 			}
 			in.gnotes = gnotes[in.group]
+		}
+	}
+	// Removing a subnet's primary address removes its secondaries too,
+	// unless the interface promotes them: a VIP leaving must not take an
+	// operator's address (or another instance's VIP) with it.
+	for _, ci := range cfg.Instances {
+		for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
+			dev := v.Dev
+			if dev == "" {
+				dev = ci.Interface
+			}
+			if v.Prefix.Addr().Is4() && dev != "" {
+				if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+dev+"/promote_secondaries", []byte("1"), 0o644); err != nil {
+					log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+				}
+			}
 		}
 	}
 	var err error
@@ -331,6 +348,10 @@ func (n *Node) read(s *sock) {
 		in := s.byID[a.VRID]
 		if in == nil {
 			s.drops[DropVRID].Add(1)
+			continue
+		}
+		if r.Dst.IsMulticast() && r.Dst != in.dsts[0] {
+			in.drops[DropDestination].Add(1)
 			continue
 		}
 		if reason := a.Check(r.TTL, r.Src, &in.expect); reason != DropNone {

@@ -84,23 +84,24 @@ func messageLen(version uint8, ipv6 bool, n int) int {
 type DropReason uint8
 
 const (
-	DropNone      DropReason = iota
-	DropTruncated            // shorter than its header or its address count says
-	DropLength               // longer than its address count says
-	DropVersion              // not version 2 or 3, or not the instance's
-	DropType                 // not an advertisement
-	DropChecksum             // checksum wrong in every accepted form
-	DropTTL                  // TTL / hop limit not 255 (or outside the unicast range)
-	DropVRID                 // no instance with this VRID
-	DropAuth                 // VRRPv2 authentication type or password mismatch
-	DropInterval             // VRRPv2 advert interval differs from ours
-	DropAddrs                // address list differs from ours (when checked)
-	DropFamily               // VRRPv2 over IPv6, or addresses of another family
-	DropSource               // unicast source not among the peers
+	DropNone        DropReason = iota
+	DropTruncated              // shorter than its header or its address count says
+	DropLength                 // longer than its address count says
+	DropVersion                // not version 2 or 3, or not the instance's
+	DropType                   // not an advertisement
+	DropChecksum               // checksum wrong in every accepted form
+	DropTTL                    // TTL / hop limit not 255 (or outside the unicast range)
+	DropVRID                   // no instance with this VRID
+	DropAuth                   // VRRPv2 authentication type or password mismatch
+	DropInterval               // VRRPv2 advert interval differs from ours
+	DropAddrs                  // address list differs from ours (when checked)
+	DropFamily                 // VRRPv2 over IPv6, or addresses of another family
+	DropSource                 // unicast source not among the peers
+	DropDestination            // sent to another multicast group than ours
 	dropReasons
 )
 
-var dropNames = [...]string{"none", "truncated", "length", "version", "type", "checksum", "ttl", "vrid", "auth", "interval", "addresses", "family", "source"}
+var dropNames = [...]string{"none", "truncated", "length", "version", "type", "checksum", "ttl", "vrid", "auth", "interval", "addresses", "family", "source", "destination"}
 
 func (r DropReason) String() string {
 	if int(r) < len(dropNames) {
