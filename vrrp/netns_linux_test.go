@@ -703,3 +703,21 @@ func TestTrackInterfaceWeight(t *testing.T) {
 		return nb.state(t) == Master && st[0].State == Backup && st[0].Priority == 90
 	})
 }
+
+// TestAnnounceOnOwnDevice: an address on another device than the
+// instance's interface is announced on that device.
+func TestAnnounceOnOwnDevice(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-dev-a")
+	b := nstest.New(t, "dd-dev-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.Link(t, a, b, "inner", "inner-peer", "198.51.100.1/24", "198.51.100.2/24")
+	arps := nstest.WatchARP(t, b, "inner-peer")
+	start := time.Now()
+	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24",
+		"virtual_ipaddress_excluded {\n        198.51.100.50/24 dev inner\n    }"))
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
+	nstest.WaitFor(t, 2*time.Second, "the inner address announced on inner", func() bool {
+		return arps.Count("198.51.100.50", start) > 0 && a.HasAddr(t, "inner", "198.51.100.50")
+	})
+}

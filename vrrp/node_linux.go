@@ -43,18 +43,19 @@ type sock struct {
 // instance is one configured instance at run time; it is the Actions of its
 // Driver.
 type instance struct {
-	node    *Node
-	cfg     *config.Instance
-	sock    *sock
-	drv     *Driver
-	ann     *Announcer
-	garps   chan int // bursts to send, off the state machine's path
-	params  Params
-	expect  Expect
-	primary netip.Addr
-	dsts    []netip.Addr
-	vips    []netip.Addr // in adverts
-	buf     []byte
+	node     *Node
+	cfg      *config.Instance
+	sock     *sock
+	drv      *Driver
+	anns     map[string]*Announcer   // per device of its addresses
+	annAddrs map[string][]netip.Addr // the addresses on each
+	garps    chan int                // bursts to send, off the state machine's path
+	params   Params
+	expect   Expect
+	primary  netip.Addr
+	dsts     []netip.Addr
+	vips     []netip.Addr // in adverts
+	buf      []byte
 
 	group   *config.SyncGroup
 	members []*instance // the others of its sync group
@@ -204,14 +205,34 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	for _, v := range ci.VIPs {
 		in.vips = append(in.vips, v.Prefix.Addr())
 	}
-	pace := n.pacers[ci.Interface]
-	if pace == nil {
-		pace = &Pacer{Gap4: cfg.Global.GarpInterval, Gap6: cfg.Global.GnaInterval}
-		n.pacers[ci.Interface] = pace
+	// One announcer per device the instance's addresses live on: each is
+	// announced where it was added.
+	in.anns = map[string]*Announcer{}
+	in.annAddrs = map[string][]netip.Addr{}
+	for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
+		dev := v.Dev
+		if dev == "" {
+			dev = ci.Interface
+		}
+		in.annAddrs[dev] = append(in.annAddrs[dev], v.Prefix.Addr())
 	}
-	in.ann, err = NewAnnouncer(s.conn.Interface(), !ipv6 || hasFamily(ci, false), ipv6 || hasFamily(ci, true), pace)
-	if err != nil {
-		return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
+	for dev, addrs := range in.annAddrs {
+		pace := n.pacers[dev]
+		if pace == nil {
+			pace = &Pacer{Gap4: cfg.Global.GarpInterval, Gap6: cfg.Global.GnaInterval}
+			n.pacers[dev] = pace
+		}
+		ifi, err := net.InterfaceByName(dev)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: interface %s: %w", ci.Name, dev, err)
+		}
+		v4, v6 := false, false
+		for _, a := range addrs {
+			v4, v6 = v4 || a.Is4(), v6 || a.Is6()
+		}
+		if in.anns[dev], err = NewAnnouncer(ifi, v4, v6, pace); err != nil {
+			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
+		}
 	}
 	in.params = Params{
 		Version: uint8(ci.Version), VRID: uint8(ci.VRID), Priority: uint8(ci.Priority),
@@ -239,15 +260,6 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	}
 	in.drv = NewDriver(in.params, in)
 	return in, nil
-}
-
-func hasFamily(ci *config.Instance, ipv6 bool) bool {
-	for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-		if v.Prefix.Addr().Is6() == ipv6 {
-			return true
-		}
-	}
-	return false
 }
 
 // interval is our advert interval in the version's unit.
@@ -318,8 +330,8 @@ func (n *Node) Close() {
 		s.conn.Close()
 	}
 	for _, in := range n.insts {
-		if in.ann != nil {
-			in.ann.Close()
+		for _, a := range in.anns {
+			a.Close()
 		}
 	}
 }
@@ -399,12 +411,6 @@ func (in *instance) SendGARP(n int) {
 // announce sends the queued bursts until the queue is closed.
 func (in *instance) announce(done chan<- struct{}) {
 	defer close(done)
-	var addrs []netip.Addr
-	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		if v.Dev == "" || v.Dev == in.cfg.Interface {
-			addrs = append(addrs, v.Prefix.Addr())
-		}
-	}
 	for n := range in.garps {
 		for i := 0; i < n; i++ {
 			// A burst queued while master must not leave after the
@@ -412,8 +418,10 @@ func (in *instance) announce(done chan<- struct{}) {
 			if State(in.state.Load()) != Master {
 				break
 			}
-			if err := in.ann.Announce(addrs); err != nil {
-				in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+			for dev, ann := range in.anns {
+				if err := ann.Announce(in.annAddrs[dev]); err != nil {
+					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+				}
 			}
 		}
 	}
