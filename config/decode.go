@@ -409,3 +409,21 @@ func hasChild(n *Node, kw string) bool {
 	}
 	return false
 }
+
+// boolKey is the handler of a keyword that takes no argument or an optional
+// <BOOL>. set, if not nil, gives the block's record of the keywords given,
+// for defaults that depend on whether one was.
+func boolKey[T any](field func(*T) *bool, set func(*T) *map[string]Pos) func(*decoder, *Node, *T) {
+	return func(d *decoder, n *Node, t *T) {
+		if v, ok := d.flag(n); ok {
+			*field(t) = v
+			if set != nil {
+				markSet(set(t), n)
+			}
+		}
+	}
+}
+
+func globalSet(g *Global) *map[string]Pos      { return &g.set }
+func instanceSet(in *Instance) *map[string]Pos { return &in.set }
+func rsSet(rs *RealServer) *map[string]Pos     { return &rs.set }

@@ -145,16 +145,6 @@ var sslBlock = &block[SSL]{
 	},
 }
 
-// globalFlag sets a boolean global_defs keyword.
-func globalFlag(field func(g *Global) *bool) func(*decoder, *Node, *Global) {
-	return func(d *decoder, n *Node, g *Global) {
-		if v, ok := d.flag(n); ok {
-			*field(g) = v
-			markSet(&g.set, n)
-		}
-	}
-}
-
 // garpDelay and garpRepeat read the garp settings shared by global_defs
 // (vrrp_garp_*) and vrrp_instance (garp_*); delays are whole seconds.
 func (d *decoder) garpDelay(n *Node) (time.Duration, bool) {
@@ -176,7 +166,7 @@ var globalBlock = &block[Global]{
 	name: "global_defs",
 	keys: map[string]func(*decoder, *Node, *Global){
 		"router_id":              func(d *decoder, n *Node, g *Global) { g.RouterID, _ = d.str(n) },
-		"enable_script_security": globalFlag(func(g *Global) *bool { return &g.EnableScriptSecurity }),
+		"enable_script_security": boolKey(func(g *Global) *bool { return &g.EnableScriptSecurity }, globalSet),
 		"script_user": func(d *decoder, n *Node, g *Global) {
 			if d.noBlock(n) && d.want(n, 1, 2) {
 				g.ScriptUser = n.Args[0]
@@ -187,7 +177,7 @@ var globalBlock = &block[Global]{
 		},
 		"lvs_sync_daemon": func(d *decoder, n *Node, g *Global) { g.SyncDaemon = d.syncDaemon(n) },
 		"lvs_timeouts":    func(d *decoder, n *Node, g *Global) { g.LVSTimeouts = d.lvsTimeouts(n) },
-		"lvs_flush":       globalFlag(func(g *Global) *bool { return &g.LVSFlush }),
+		"lvs_flush":       boolKey(func(g *Global) *bool { return &g.LVSFlush }, globalSet),
 		"lvs_flush_on_stop": func(d *decoder, n *Node, g *Global) {
 			if d.noBlock(n) && d.want(n, 0, 1) {
 				g.LVSFlushOnStop = "ALL"
@@ -269,11 +259,11 @@ var globalBlock = &block[Global]{
 				markSet(&g.set, &Node{Keyword: "vrrp_garp_master_delay", Pos: n.Pos})
 			}
 		},
-		"vrrp_check_unicast_src":       globalFlag(func(g *Global) *bool { return &g.CheckUnicastSrc }),
-		"vrrp_skip_check_adv_addr":     globalFlag(func(g *Global) *bool { return &g.SkipCheckAdvAddr }),
-		"vrrp_strict":                  globalFlag(func(g *Global) *bool { return &g.Strict }),
-		"vrrp_lower_prio_no_advert":    globalFlag(func(g *Global) *bool { return &g.LowerPrioNoAdvert }),
-		"vrrp_higher_prio_send_advert": globalFlag(func(g *Global) *bool { return &g.HigherPrioSendAdvert }),
+		"vrrp_check_unicast_src":       boolKey(func(g *Global) *bool { return &g.CheckUnicastSrc }, globalSet),
+		"vrrp_skip_check_adv_addr":     boolKey(func(g *Global) *bool { return &g.SkipCheckAdvAddr }, globalSet),
+		"vrrp_strict":                  boolKey(func(g *Global) *bool { return &g.Strict }, globalSet),
+		"vrrp_lower_prio_no_advert":    boolKey(func(g *Global) *bool { return &g.LowerPrioNoAdvert }, globalSet),
+		"vrrp_higher_prio_send_advert": boolKey(func(g *Global) *bool { return &g.HigherPrioSendAdvert }, globalSet),
 		"vrrp_priority": func(d *decoder, n *Node, g *Global) {
 			if v, ok := d.integer(n, -20, 19); ok {
 				g.Nice = int(v)

@@ -174,14 +174,6 @@ func family(a netip.Addr) string {
 	return "inet6"
 }
 
-func vsFlag(field func(vs *VirtualServer) *bool) func(*decoder, *Node, *VirtualServer) {
-	return func(d *decoder, n *Node, vs *VirtualServer) {
-		if v, ok := d.flag(n); ok {
-			*field(vs) = v
-		}
-	}
-}
-
 func schedFlag(d *decoder, n *Node, vs *VirtualServer) {
 	if d.noBlock(n) && d.want(n, 0, 0) {
 		vs.SchedFlags = append(vs.SchedFlags, n.Keyword)
@@ -247,8 +239,8 @@ var vsBlock = &block[VirtualServer]{
 					markSet(&vs.set, n)
 				}
 			},
-			"ha_suspend": vsFlag(func(vs *VirtualServer) *bool { return &vs.HASuspend }),
-			"ops":        vsFlag(func(vs *VirtualServer) *bool { return &vs.OPS }),
+			"ha_suspend": boolKey(func(vs *VirtualServer) *bool { return &vs.HASuspend }, nil),
+			"ops":        boolKey(func(vs *VirtualServer) *bool { return &vs.OPS }, nil),
 			"hashed": func(d *decoder, n *Node, vs *VirtualServer) {
 				d.rep.warnf(n.Pos, n.Keyword, "ignored, as keepalived 2.2 ignores it; use sh-port or mh-port")
 			},
@@ -260,8 +252,8 @@ var vsBlock = &block[VirtualServer]{
 			"mh-port":     schedFlag,
 			"mh-fallback": schedFlag,
 			"virtualhost": func(d *decoder, n *Node, vs *VirtualServer) { vs.VirtualHost, _ = d.str(n) },
-			"alpha":       vsFlag(func(vs *VirtualServer) *bool { return &vs.Alpha }),
-			"omega":       vsFlag(func(vs *VirtualServer) *bool { return &vs.Omega }),
+			"alpha":       boolKey(func(vs *VirtualServer) *bool { return &vs.Alpha }, nil),
+			"omega":       boolKey(func(vs *VirtualServer) *bool { return &vs.Omega }, nil),
 			"quorum": func(d *decoder, n *Node, vs *VirtualServer) {
 				if v, ok := d.integer(n, 1, 1<<32-1); ok {
 					vs.Quorum = uint32(v)
@@ -321,7 +313,7 @@ var vsBlock = &block[VirtualServer]{
 				}
 				vs.SorryServer.Inhibit, _ = d.flag(n)
 			},
-			"inhibit_on_failure": vsFlag(func(vs *VirtualServer) *bool { return &vs.InhibitOnFailure }),
+			"inhibit_on_failure": boolKey(func(vs *VirtualServer) *bool { return &vs.InhibitOnFailure }, nil),
 			"ip_family": func(d *decoder, n *Node, vs *VirtualServer) {
 				if s, ok := d.str(n); ok {
 					if s != "inet" && s != "inet6" {
@@ -400,15 +392,6 @@ func (d *decoder) realServer(n *Node) *RealServer {
 	return rs
 }
 
-func rsBool(key string, field func(rs *RealServer) *bool) func(*decoder, *Node, *RealServer) {
-	return func(d *decoder, n *Node, rs *RealServer) {
-		if v, ok := d.flag(n); ok {
-			*field(rs) = v
-			markSet(&rs.set, &Node{Keyword: key, Pos: n.Pos})
-		}
-	}
-}
-
 // checkerKey returns the handler for a checker block of the given type.
 func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer) {
 	return func(d *decoder, n *Node, rs *RealServer) {
@@ -464,8 +447,8 @@ var rsBlock = &block[RealServer]{
 					rs.LThreshold = uint32(v)
 				}
 			},
-			"inhibit_on_failure": rsBool("inhibit_on_failure", func(rs *RealServer) *bool { return &rs.InhibitOnFailure }),
-			"alpha":              rsBool("alpha", func(rs *RealServer) *bool { return &rs.Alpha }),
+			"inhibit_on_failure": boolKey(func(rs *RealServer) *bool { return &rs.InhibitOnFailure }, rsSet),
+			"alpha":              boolKey(func(rs *RealServer) *bool { return &rs.Alpha }, rsSet),
 			"notify_up":          func(d *decoder, n *Node, rs *RealServer) { rs.NotifyUp = d.script(n) },
 			"notify_down":        func(d *decoder, n *Node, rs *RealServer) { rs.NotifyDown = d.script(n) },
 			"virtualhost":        func(d *decoder, n *Node, rs *RealServer) { rs.VirtualHost, _ = d.str(n) },

@@ -16,17 +16,6 @@ func newInstance(pos Pos, name string) *Instance {
 	}
 }
 
-// instanceFlag sets a boolean vrrp_instance keyword that takes an optional
-// <BOOL>.
-func instanceFlag(field func(in *Instance) *bool) func(*decoder, *Node, *Instance) {
-	return func(d *decoder, n *Node, in *Instance) {
-		if v, ok := d.flag(n); ok {
-			*field(in) = v
-			markSet(&in.set, n)
-		}
-	}
-}
-
 var instanceBlock = &block[Instance]{
 	name: "vrrp_instance",
 	keys: map[string]func(*decoder, *Node, *Instance){
@@ -161,16 +150,16 @@ var instanceBlock = &block[Instance]{
 				in.UnicastTTL = int(v)
 			}
 		},
-		"unicast_fault_no_peer": instanceFlag(func(in *Instance) *bool { return &in.UnicastFaultNoPeer }),
-		"check_unicast_src":     instanceFlag(func(in *Instance) *bool { return &in.CheckUnicastSrc }),
-		"track_src_ip":          instanceFlag(func(in *Instance) *bool { return &in.TrackSrcIP }),
+		"unicast_fault_no_peer": boolKey(func(in *Instance) *bool { return &in.UnicastFaultNoPeer }, instanceSet),
+		"check_unicast_src":     boolKey(func(in *Instance) *bool { return &in.CheckUnicastSrc }, instanceSet),
+		"track_src_ip":          boolKey(func(in *Instance) *bool { return &in.TrackSrcIP }, instanceSet),
 		"track_interface": func(d *decoder, n *Node, in *Instance) {
 			in.TrackInterfaces = append(in.TrackInterfaces, d.trackInterfaces(n)...)
 		},
 		"track_script": func(d *decoder, n *Node, in *Instance) {
 			in.TrackScripts = append(in.TrackScripts, d.trackScripts(n)...)
 		},
-		"dont_track_primary": instanceFlag(func(in *Instance) *bool { return &in.DontTrackPrimary }),
+		"dont_track_primary": boolKey(func(in *Instance) *bool { return &in.DontTrackPrimary }, instanceSet),
 		"notify_master":      func(d *decoder, n *Node, in *Instance) { in.Notify.Master = d.script(n) },
 		"notify_backup":      func(d *decoder, n *Node, in *Instance) { in.Notify.Backup = d.script(n) },
 		"notify_fault":       func(d *decoder, n *Node, in *Instance) { in.Notify.Fault = d.script(n) },
@@ -226,12 +215,12 @@ var instanceBlock = &block[Instance]{
 				markSet(&in.set, &Node{Keyword: "accept", Pos: n.Pos})
 			}
 		},
-		"strict_mode":             instanceFlag(func(in *Instance) *bool { return &in.Strict }),
-		"skip_check_adv_addr":     instanceFlag(func(in *Instance) *bool { return &in.SkipCheckAdvAddr }),
-		"lower_prio_no_advert":    instanceFlag(func(in *Instance) *bool { return &in.LowerPrioNoAdvert }),
-		"higher_prio_send_advert": instanceFlag(func(in *Instance) *bool { return &in.HigherPrioSendAdvert }),
-		"promote_secondaries":     instanceFlag(func(in *Instance) *bool { return &in.PromoteSecondaries }),
-		"v3_checksum_as_v2":       instanceFlag(func(in *Instance) *bool { return &in.ChecksumAsV2 }),
+		"strict_mode":             boolKey(func(in *Instance) *bool { return &in.Strict }, instanceSet),
+		"skip_check_adv_addr":     boolKey(func(in *Instance) *bool { return &in.SkipCheckAdvAddr }, instanceSet),
+		"lower_prio_no_advert":    boolKey(func(in *Instance) *bool { return &in.LowerPrioNoAdvert }, instanceSet),
+		"higher_prio_send_advert": boolKey(func(in *Instance) *bool { return &in.HigherPrioSendAdvert }, instanceSet),
+		"promote_secondaries":     boolKey(func(in *Instance) *bool { return &in.PromoteSecondaries }, instanceSet),
+		"v3_checksum_as_v2":       boolKey(func(in *Instance) *bool { return &in.ChecksumAsV2 }, instanceSet),
 		"native_ipv6": func(d *decoder, n *Node, in *Instance) {
 			if d.noBlock(n) && d.want(n, 0, 0) {
 				markSet(&in.set, n)
