@@ -65,15 +65,15 @@ func failoverOnce(b *testing.B, version int, interval string, sig syscall.Signal
 	nstest.Link(tb, a, c, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	arps := nstest.WatchARP(tb, a, "dda")
 	adverts := nstest.WatchVRRP(tb, c, "ddb") // as the backup receives them
-	master := nstest.Keepalived(tb, a, confV("dda", 150, version, interval))
+	master := nstest.Keepalived(tb, a, nstest.Instance("dda", 150, version, interval, "192.0.2.100/24", ""))
 	if backup == "directord" {
 		file := filepath.Join(tb.TempDir(), "d.conf")
-		if err := os.WriteFile(file, []byte(confV("ddb", 100, version, interval)), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(nstest.Instance("ddb", 100, version, interval, "192.0.2.100/24", "")), 0o644); err != nil {
 			b.Fatal(err)
 		}
 		nstest.Start(tb, c, binary, "-n", "-l", "-f", file)
 	} else {
-		nstest.Keepalived(tb, c, confV("ddb", 100, version, interval))
+		nstest.Keepalived(tb, c, nstest.Instance("ddb", 100, version, interval, "192.0.2.100/24", ""))
 	}
 	nstest.WaitFor(tb, 10*time.Second, "keepalived master", func() bool {
 		return a.HasAddr(tb, "dda", "192.0.2.100")
@@ -92,18 +92,4 @@ func failoverOnce(b *testing.B, version int, interval string, sig syscall.Signal
 		b.Fatal("no advert from the master seen")
 	}
 	return garp.Sub(last)
-}
-
-func confV(iface string, prio, version int, interval string) string {
-	return fmt.Sprintf(`vrrp_instance VI_1 {
-    interface %s
-    virtual_router_id 51
-    priority %d
-    version %d
-    advert_int %s
-    virtual_ipaddress {
-        192.0.2.100/24
-    }
-}
-`, iface, prio, version, interval)
 }

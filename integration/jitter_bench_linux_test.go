@@ -43,7 +43,7 @@ func advertGapP99(b *testing.B, who string) time.Duration {
 	c := nstest.New(tb, "dd-jit-b")
 	nstest.Link(tb, a, c, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	adverts := nstest.WatchVRRP(tb, c, "ddb")
-	text := confV("dda", 150, 3, "0.1")
+	text := nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "")
 	if who == "directord-rt" {
 		// keepalived's vrrp_rt_priority: SCHED_RR, priority 1.
 		text = "global_defs {\n    vrrp_rt_priority 1\n}\n" + text

@@ -31,20 +31,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func conf(iface string, prio int) string {
-	return fmt.Sprintf(`vrrp_instance VI_1 {
-    interface %s
-    virtual_router_id 51
-    priority %d
-    version 3
-    advert_int 0.1
-    virtual_ipaddress {
-        192.0.2.100/24
-    }
-}
-`, iface, prio)
-}
-
 func startDirectord(t *testing.T, ns *nstest.NS, text string) *nstest.Process {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "keepalived.conf")
@@ -66,8 +52,8 @@ func TestDirectordBesideKeepalived(t *testing.T) {
 			a := nstest.New(t, fmt.Sprintf("dd-int-a%d", i))
 			b := nstest.New(t, fmt.Sprintf("dd-int-b%d", i))
 			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-			d := startDirectord(t, a, conf("dda", 150))
-			nstest.Keepalived(t, b, conf("ddb", 100))
+			d := startDirectord(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", ""))
+			nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 			converged := func() bool { return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100") }
 			nstest.WaitFor(t, 5*time.Second, "directord holds the VIP", converged)
 			nstest.HoldFor(t, 500*time.Millisecond, "directord master, keepalived backup", converged)
@@ -107,8 +93,8 @@ func TestDirectordKilled(t *testing.T) {
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	arps := nstest.WatchARP(t, a, "dda")
 	adverts := nstest.WatchVRRP(t, b, "ddb")
-	master := startDirectord(t, a, conf("dda", 150))
-	startDirectord(t, b, conf("ddb", 100))
+	master := startDirectord(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", ""))
+	startDirectord(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 5*time.Second, "a holds the VIP", func() bool { return a.HasAddr(t, "dda", "192.0.2.100") })
 	nstest.HoldFor(t, 500*time.Millisecond, "a alone holds the VIP", func() bool {
 		return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100")

@@ -77,21 +77,6 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func instanceConf(iface string, prio int, version int, interval string, vip string, extra string) string {
-	return fmt.Sprintf(`vrrp_instance VI_1 {
-    interface %s
-    virtual_router_id 51
-    priority %d
-    version %d
-    advert_int %s
-    %s
-    virtual_ipaddress {
-        %s
-    }
-}
-`, iface, prio, version, interval, extra, vip)
-}
-
 // TestNamespaceElectionAndHandOver: two directord peers elect the higher
 // priority one, which alone holds the VIP; its clean stop hands the VIP to
 // the other within Skew_Time (plus a margin for the host); the stopped peer
@@ -101,8 +86,8 @@ func TestNamespaceElectionAndHandOver(t *testing.T) {
 	a := nstest.New(t, "dd-vrrp-a")
 	b := nstest.New(t, "dd-vrrp-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-	na := startNode(t, a, instanceConf("dda", 200, 3, "0.1", "192.0.2.100/24", ""))
-	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+	na := startNode(t, a, nstest.Instance("dda", 200, 3, "0.1", "192.0.2.100/24", ""))
+	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	converged := func() bool {
 		return na.state(t) == Master && nb.state(t) == Backup && a.HasAddr(t, "dda", "192.0.2.100")
 	}
@@ -156,8 +141,8 @@ func TestKeepalivedInterop(t *testing.T) {
 					dPrio, kPrio = 100, 150
 				}
 				vip := strings.Split(c.vip, "/")[0]
-				nd := startNode(t, a, instanceConf("dda", dPrio, c.version, c.interval, c.vip, c.extra))
-				ka := nstest.Keepalived(t, b, instanceConf("ddb", kPrio, c.version, c.interval, c.vip, c.extra))
+				nd := startNode(t, a, nstest.Instance("dda", dPrio, c.version, c.interval, c.vip, c.extra))
+				ka := nstest.Keepalived(t, b, nstest.Instance("ddb", kPrio, c.version, c.interval, c.vip, c.extra))
 				limit := 5 * time.Second
 				interval, _ := time.ParseDuration(c.interval + "s")
 				hold := 3*interval + 200*time.Millisecond
@@ -198,7 +183,7 @@ func TestMalformedAdvertsDropped(t *testing.T) {
 	b := nstest.New(t, "dd-bad-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	extra := "authentication {\n auth_type PASS\n auth_pass s3cret\n }"
-	na := startNode(t, a, instanceConf("dda", 100, 2, "1", "192.0.2.100/24", extra))
+	na := startNode(t, a, nstest.Instance("dda", 100, 2, "1", "192.0.2.100/24", extra))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
 
 	src, dst := netip.MustParseAddr("192.0.2.2"), Group4
@@ -302,8 +287,8 @@ func TestTrackingAndNotify(t *testing.T) {
     track_script {
         chk
     }`, notes)
-	na := startNode(t, a, scriptConf+instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", notify))
-	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+	na := startNode(t, a, scriptConf+nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", notify))
+	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
 
 	os.Remove(flag) // the check fails: 150 - 60 = 90 < 100
@@ -348,8 +333,8 @@ func TestPartitionHealsToOneMaster(t *testing.T) {
 	arps := nstest.WatchARP(t, b, "ddb")
 	extra := "dont_track_primary\n    garp_master_delay 1\n    garp_master_repeat 3\n    garp_lower_prio_repeat 2\n    higher_prio_send_advert"
 	start := time.Now()
-	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", extra))
-	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", extra))
+	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", extra))
+	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", extra))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
 	// 3 at once, 3 more a second later.
 	nstest.WaitFor(t, 3*time.Second, "two bursts of gratuitous ARPs", func() bool { return arps.Count("192.0.2.100", start) >= 6 })
@@ -475,8 +460,8 @@ func TestVirtualRoutes(t *testing.T) {
 	b := nstest.New(t, "dd-rt-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	routes := "virtual_routes {\n        198.51.100.0/24 via 192.0.2.254\n        blackhole 203.0.113.0/24\n    }"
-	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", routes))
-	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", routes))
+	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", routes))
+	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", routes))
 	hasRoute := func(ns *nstest.NS, dst string) bool {
 		_, n, _ := net.ParseCIDR(dst)
 		list, err := ns.NL.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: n}, netlink.RT_FILTER_DST)
@@ -510,7 +495,7 @@ func TestThreePeersOnABridge(t *testing.T) {
 		ns := nstest.New(t, fmt.Sprintf("dd-3-p%d", i))
 		sw.Plug(t, ns, "eth1", fmt.Sprintf("192.0.2.%d/24", i+1))
 		nss = append(nss, ns)
-		nodes = append(nodes, startNode(t, ns, instanceConf("eth1", prio, 3, "0.1", "192.0.2.100/24", "")))
+		nodes = append(nodes, startNode(t, ns, nstest.Instance("eth1", prio, 3, "0.1", "192.0.2.100/24", "")))
 	}
 	masters := func() (n int, who int) {
 		for i, nd := range nodes {
@@ -557,7 +542,7 @@ func TestUnsolicitedNA(t *testing.T) {
 	nstest.Link(t, a, b, "dda", "ddb", "2001:db8::1/64", "2001:db8::2/64")
 	nas := nstest.WatchNA(t, b, "ddb")
 	start := time.Now()
-	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "2001:db8::100/64", "garp_master_delay 1\n    garp_master_repeat 2"))
+	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "2001:db8::100/64", "garp_master_delay 1\n    garp_master_repeat 2"))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
 	nstest.WaitFor(t, 3*time.Second, "two bursts of unsolicited NAs", func() bool { return nas.Count("2001:db8::100", start) >= 4 })
 }
@@ -579,10 +564,10 @@ func TestNopreemptAndPreemptDelay(t *testing.T) {
 			a := nstest.New(t, "dd-pre-a")
 			b := nstest.New(t, "dd-pre-b")
 			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-			nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+			nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 			nstest.WaitFor(t, 5*time.Second, "b master", func() bool { return nb.state(t) == Master })
 			start := time.Now()
-			na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", tc.extra))
+			na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", tc.extra))
 			if tc.delay < 0 {
 				nstest.HoldFor(t, 2*time.Second, "b stays master", func() bool {
 					return nb.state(t) == Master && na.state(t) == Backup && !a.HasAddr(t, "dda", "192.0.2.100")
@@ -652,7 +637,7 @@ func TestGarpInterval(t *testing.T) {
 	arps := nstest.WatchARP(t, b, "ddb")
 	start := time.Now()
 	startNode(t, a, "global_defs {\n    vrrp_garp_interval 0.05\n}\n"+
-		instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", "garp_master_repeat 5\n    garp_master_delay 0"))
+		nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "garp_master_repeat 5\n    garp_master_delay 0"))
 	nstest.WaitFor(t, 5*time.Second, "five gratuitous ARPs", func() bool { return arps.Count("192.0.2.100", start) >= 5 })
 	times := arps.Times("192.0.2.100", start)
 	for i := 1; i < len(times); i++ {
@@ -669,8 +654,8 @@ func TestChecksumAsV2(t *testing.T) {
 	a := nstest.New(t, "dd-ck-a")
 	b := nstest.New(t, "dd-ck-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", "v3_checksum_as_v2"))
-	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "v3_checksum_as_v2"))
+	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	converged := func() bool { return na.state(t) == Master && nb.state(t) == Backup }
 	nstest.WaitFor(t, 5*time.Second, "a master, b backup", converged)
 	nstest.HoldFor(t, 500*time.Millisecond, "a master, b backup", converged)
@@ -688,8 +673,8 @@ func TestTrackInterfaceWeight(t *testing.T) {
 	b := nstest.New(t, "dd-ti-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	nstest.Link(t, a, b, "upl", "upl-peer", "198.51.100.1/24", "198.51.100.2/24")
-	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24", "track_interface {\n        upl weight -60\n    }"))
-	nb := startNode(t, b, instanceConf("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "track_interface {\n        upl weight -60\n    }"))
+	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
 	l, err := a.NL.LinkByName("upl")
 	if err != nil {
@@ -714,7 +699,7 @@ func TestAnnounceOnOwnDevice(t *testing.T) {
 	nstest.Link(t, a, b, "inner", "inner-peer", "198.51.100.1/24", "198.51.100.2/24")
 	arps := nstest.WatchARP(t, b, "inner-peer")
 	start := time.Now()
-	na := startNode(t, a, instanceConf("dda", 150, 3, "0.1", "192.0.2.100/24",
+	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24",
 		"virtual_ipaddress_excluded {\n        198.51.100.50/24 dev inner\n    }"))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
 	nstest.WaitFor(t, 2*time.Second, "the inner address announced on inner", func() bool {

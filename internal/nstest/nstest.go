@@ -496,3 +496,20 @@ func (w *Watch) Times(addr string, since time.Time) []time.Time {
 	}
 	return out
 }
+
+// Instance is a one-instance VRRP configuration (VI_1, VRID 51) for tests;
+// extra lines go inside the instance block.
+func Instance(iface string, prio int, version int, interval string, vip string, extra string) string {
+	return fmt.Sprintf(`vrrp_instance VI_1 {
+    interface %s
+    virtual_router_id 51
+    priority %d
+    version %d
+    advert_int %s
+    %s
+    virtual_ipaddress {
+        %s
+    }
+}
+`, iface, prio, version, interval, extra, vip)
+}
