@@ -1,0 +1,357 @@
+package ipvs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mdlayher/genetlink"
+	"github.com/mdlayher/netlink"
+)
+
+// Error is a failed IPVS operation: what was done, to what, and the
+// kernel's answer (a syscall.Errno: compare with errors.Is, e.g.
+// os.ErrExist, os.ErrNotExist).
+type Error struct {
+	Op     string // "add service", "delete destination", ...
+	Object string // "TCP 192.0.2.1:80", "192.0.2.10:80 of TCP 192.0.2.1:80"
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Object == "" {
+		return "ipvs: " + e.Op + ": " + e.Err.Error()
+	}
+	return "ipvs: " + e.Op + " " + e.Object + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// kernelError is the kernel's answer to a request, in the words ipvsadm
+// uses for it where the errno alone would mislead ("no such process" for
+// a missing service).
+type kernelError struct {
+	errno syscall.Errno
+	text  string // from the errno and the operation, or the kernel's extended ack
+}
+
+func (e *kernelError) Error() string { return e.text }
+func (e *kernelError) Unwrap() error { return e.errno }
+
+// explain turns a netlink error of op into a kernelError; other errors
+// (a closed socket, a timeout) stay as they are.
+func explain(op string, err error) error {
+	var oe *netlink.OpError
+	var errno syscall.Errno
+	if !errors.As(err, &oe) || oe.Sequence == 0 || !errors.As(oe.Err, &errno) {
+		return err
+	}
+	text := errno.Error()
+	service := strings.Contains(op, "service")
+	switch {
+	case errno == syscall.ESRCH:
+		text = "no such service"
+	case errno == syscall.EEXIST && service:
+		text = "service already exists"
+	case errno == syscall.EEXIST:
+		text = "destination already exists"
+	case errno == syscall.ENOENT && (op == "add service" || op == "edit service"):
+		text = "scheduler or persistence engine not found (is its module loaded?)"
+	case errno == syscall.ENOENT && !service:
+		text = "no such destination"
+	}
+	if oe.Message != "" {
+		text += " (" + oe.Message + ")"
+	}
+	return &kernelError{errno: errno, text: text}
+}
+
+// ErrUnavailable is returned by Dial when the kernel has no IPVS.
+var ErrUnavailable = errors.New("the kernel has no IPVS (generic netlink family IPVS not found; is the ip_vs module loaded?)")
+
+// Options configure a Client.
+type Options struct {
+	// NetNS is a file descriptor of the network namespace to work in
+	// (from netns.Get or /var/run/netns/NAME); 0 means the caller's.
+	NetNS int
+	// Timeout bounds each exchange with the kernel; 0 means 10 s.
+	Timeout time.Duration
+}
+
+// Client talks to the kernel's IPVS over generic netlink. It is safe for
+// concurrent use; operations are serialised.
+type Client struct {
+	mu      sync.Mutex
+	c       *netlink.Conn
+	family  uint16
+	timeout time.Duration
+}
+
+// Dial opens a Client.
+func Dial(o *Options) (*Client, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	c, err := netlink.Dial(genetlink.Protocol, &netlink.Config{NetNS: o.NetNS})
+	if err != nil {
+		return nil, &Error{Op: "open generic netlink socket", Err: err}
+	}
+	// Acknowledgements without a copy of the request, and the kernel's
+	// own words in errors. Neither is essential: older kernels ignore them.
+	_ = c.SetOption(netlink.CapAcknowledge, true)
+	_ = c.SetOption(netlink.ExtendedAcknowledge, true)
+	// Room for a batch's acknowledgements (see Apply).
+	_ = c.SetReadBuffer(4 << 20)
+	cl, err := newClient(c, o.Timeout)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+func newClient(c *netlink.Conn, timeout time.Duration) (*Client, error) {
+	f, err := genetlink.NewConn(c).GetFamily(familyName)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrUnavailable
+	}
+	if err != nil {
+		return nil, &Error{Op: "look up generic netlink family", Object: familyName, Err: err}
+	}
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	return &Client{c: c, family: f.ID, timeout: timeout}, nil
+}
+
+// Close releases the socket.
+func (c *Client) Close() error { return c.c.Close() }
+
+func (c *Client) request(m genetlink.Message, flags netlink.HeaderFlags) netlink.Message {
+	b, _ := m.MarshalBinary() // cannot fail: it only copies
+	return netlink.Message{
+		Header: netlink.Header{Type: netlink.HeaderType(c.family), Flags: netlink.Request | flags},
+		Data:   b,
+	}
+}
+
+// execute sends one request and returns the replies, decoded as generic
+// netlink messages.
+func (c *Client) execute(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.c.SetDeadline(time.Now().Add(c.timeout))
+	replies, err := c.c.Execute(c.request(m, flags))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]genetlink.Message, 0, len(replies))
+	for _, r := range replies {
+		if r.Header.Type == netlink.Error { // the acknowledgement
+			continue
+		}
+		var gm genetlink.Message
+		if err := gm.UnmarshalBinary(r.Data); err != nil {
+			return nil, err
+		}
+		out = append(out, gm)
+	}
+	return out, nil
+}
+
+func (c *Client) do(op, object string, m genetlink.Message, err error) error {
+	if err == nil {
+		_, err = c.execute(m, netlink.Acknowledge)
+	}
+	if err != nil {
+		return &Error{Op: op, Object: object, Err: explain(op, err)}
+	}
+	return nil
+}
+
+// Info reports the kernel's IPVS version and connection table size.
+func (c *Client) Info() (Info, error) {
+	ms, err := c.execute(message(cmdGetInfo, nil), 0)
+	if err == nil && len(ms) != 1 {
+		err = fmt.Errorf("%d replies", len(ms))
+	}
+	var i Info
+	if err == nil {
+		i, err = infoFromMessage(ms[0])
+	}
+	if err != nil {
+		return i, &Error{Op: "get info", Err: err}
+	}
+	return i, nil
+}
+
+// Services lists the virtual services.
+func (c *Client) Services() ([]Service, error) {
+	ms, err := c.execute(message(cmdGetService, nil), netlink.Dump)
+	if err != nil {
+		return nil, &Error{Op: "list services", Err: err}
+	}
+	out := make([]Service, 0, len(ms))
+	for _, m := range ms {
+		s, err := serviceFromMessage(m)
+		if err != nil {
+			return nil, &Error{Op: "list services", Err: fmt.Errorf("decode: %w", err)}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Service gets one virtual service; the error is os.ErrNotExist (by
+// errors.Is) when there is none.
+func (c *Client) Service(k ServiceKey) (Service, error) {
+	s := Service{ServiceKey: k}
+	m, err := serviceRequest(cmdGetService, &s)
+	var ms []genetlink.Message
+	if err == nil {
+		ms, err = c.execute(m, 0)
+	}
+	if err == nil && len(ms) != 1 {
+		err = fmt.Errorf("%d replies", len(ms))
+	}
+	if err == nil {
+		s, err = serviceFromMessage(ms[0])
+	}
+	if err != nil {
+		return s, &Error{Op: "get service", Object: k.String(), Err: err}
+	}
+	return s, nil
+}
+
+// CreateService adds a virtual service.
+func (c *Client) CreateService(s Service) error {
+	m, err := serviceRequest(cmdNewService, &s)
+	return c.do("add service", s.ServiceKey.String(), m, err)
+}
+
+// UpdateService changes a virtual service's scheduler, flags and
+// persistence; its destinations and their connections stay.
+func (c *Client) UpdateService(s Service) error {
+	m, err := serviceRequest(cmdSetService, &s)
+	return c.do("edit service", s.ServiceKey.String(), m, err)
+}
+
+// DeleteService removes a virtual service and its destinations.
+func (c *Client) DeleteService(k ServiceKey) error {
+	s := Service{ServiceKey: k}
+	m, err := serviceRequest(cmdDelService, &s)
+	return c.do("delete service", k.String(), m, err)
+}
+
+// Destinations lists a service's destinations.
+func (c *Client) Destinations(k ServiceKey) ([]Destination, error) {
+	s := Service{ServiceKey: k}
+	m, err := serviceRequest(cmdGetDest, &s)
+	var ms []genetlink.Message
+	if err == nil {
+		ms, err = c.execute(m, netlink.Dump)
+	}
+	if err != nil {
+		return nil, &Error{Op: "list destinations of", Object: k.String(), Err: err}
+	}
+	out := make([]Destination, 0, len(ms))
+	for _, m := range ms {
+		d, err := destFromMessage(m, k.Family)
+		if err != nil {
+			return nil, &Error{Op: "list destinations of", Object: k.String(), Err: fmt.Errorf("decode: %w", err)}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func destObject(k ServiceKey, d *Destination) string {
+	return d.AddrPort().String() + " of " + k.String()
+}
+
+// CreateDestination adds a destination to a service.
+func (c *Client) CreateDestination(k ServiceKey, d Destination) error {
+	m, err := destRequest(cmdNewDest, k, &d)
+	return c.do("add destination", destObject(k, &d), m, err)
+}
+
+// UpdateDestination changes a destination's weight, forwarding method
+// and thresholds, keeping its connections.
+func (c *Client) UpdateDestination(k ServiceKey, d Destination) error {
+	m, err := destRequest(cmdSetDest, k, &d)
+	return c.do("edit destination", destObject(k, &d), m, err)
+}
+
+// DeleteDestination removes the destination at d's address and port.
+func (c *Client) DeleteDestination(k ServiceKey, d Destination) error {
+	m, err := destRequest(cmdDelDest, k, &d)
+	return c.do("delete destination", destObject(k, &d), m, err)
+}
+
+// Flush removes every service, as ipvsadm -C does. directord itself
+// never calls it: it removes only what it owns.
+func (c *Client) Flush() error {
+	return c.do("flush", "", message(cmdFlush, nil), nil)
+}
+
+// Zero resets every service's counters.
+func (c *Client) Zero() error {
+	return c.do("zero counters", "", message(cmdZero, nil), nil)
+}
+
+// Timeouts reads the TCP, TCP FIN and UDP connection timeouts.
+func (c *Client) Timeouts() (Timeouts, error) {
+	ms, err := c.execute(message(cmdGetConfig, nil), 0)
+	if err == nil && len(ms) != 1 {
+		err = fmt.Errorf("%d replies", len(ms))
+	}
+	var t Timeouts
+	if err == nil {
+		t, err = timeoutsFromMessage(ms[0])
+	}
+	if err != nil {
+		return t, &Error{Op: "get timeouts", Err: err}
+	}
+	return t, nil
+}
+
+// SetTimeouts sets the non-zero connection timeouts (whole seconds).
+func (c *Client) SetTimeouts(t Timeouts) error {
+	m, err := timeoutsRequest(t)
+	return c.do("set timeouts", "", m, err)
+}
+
+// SyncDaemons lists the running sync daemons (at most a master and a
+// backup).
+func (c *Client) SyncDaemons() ([]SyncDaemon, error) {
+	ms, err := c.execute(message(cmdGetDaemon, nil), netlink.Dump)
+	if err != nil {
+		return nil, &Error{Op: "list sync daemons", Err: err}
+	}
+	var out []SyncDaemon
+	for _, m := range ms {
+		d, err := daemonFromMessage(m)
+		if err != nil {
+			return nil, &Error{Op: "list sync daemons", Err: fmt.Errorf("decode: %w", err)}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// StartSyncDaemon starts a master or backup sync daemon.
+func (c *Client) StartSyncDaemon(d SyncDaemon) error {
+	m, err := daemonRequest(cmdNewDaemon, &d)
+	return c.do("start sync daemon", d.String(), m, err)
+}
+
+// StopSyncDaemon stops the sync daemon of the given role.
+func (c *Client) StopSyncDaemon(s SyncState) error {
+	d := SyncDaemon{State: s}
+	m, err := daemonRequest(cmdDelDaemon, &d)
+	return c.do("stop sync daemon", s.String(), m, err)
+}

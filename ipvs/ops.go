@@ -1,0 +1,181 @@
+package ipvs
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mdlayher/genetlink"
+	"github.com/mdlayher/netlink"
+)
+
+// OpKind is what an Op does.
+type OpKind uint8
+
+// The operations on the table.
+const (
+	AddService OpKind = iota + 1
+	EditService
+	DelService
+	AddDest
+	EditDest
+	DelDest
+)
+
+var opNames = [...]string{
+	AddService:  "add service",
+	EditService: "edit service",
+	DelService:  "delete service",
+	AddDest:     "add destination",
+	EditDest:    "edit destination",
+	DelDest:     "delete destination",
+}
+
+func (k OpKind) String() string {
+	if int(k) < len(opNames) && opNames[k] != "" {
+		return opNames[k]
+	}
+	return fmt.Sprintf("op-%d", k)
+}
+
+// Op is one change to the kernel's table: a service's (Dest unused), or
+// one of its destinations'.
+type Op struct {
+	Kind    OpKind
+	Service Service
+	Dest    Destination
+}
+
+// object names what the op changes.
+func (o *Op) object() string {
+	switch o.Kind {
+	case AddDest, EditDest, DelDest:
+		return destObject(o.Service.ServiceKey, &o.Dest)
+	}
+	return o.Service.ServiceKey.String()
+}
+
+// String says what the op does, with the values it sets: "add destination
+// 192.0.2.10:80 of TCP 192.0.2.1:80 (route, weight 1)".
+func (o Op) String() string {
+	s := o.Kind.String() + " " + o.object()
+	switch o.Kind {
+	case AddService, EditService:
+		s += fmt.Sprintf(" (%s", o.Service.Scheduler)
+		if o.Service.Flags != 0 {
+			s += ", flags " + o.Service.Flags.String()
+		}
+		if o.Service.Flags&Persistent != 0 {
+			s += fmt.Sprintf(", persistent %s", o.Service.Timeout)
+		}
+		s += ")"
+	case AddDest, EditDest:
+		s += fmt.Sprintf(" (%s, weight %d)", o.Dest.Forward, o.Dest.Weight)
+	}
+	return s
+}
+
+func (o *Op) message() (genetlink.Message, error) {
+	switch o.Kind {
+	case AddService:
+		return serviceRequest(cmdNewService, &o.Service)
+	case EditService:
+		return serviceRequest(cmdSetService, &o.Service)
+	case DelService:
+		return serviceRequest(cmdDelService, &o.Service)
+	case AddDest:
+		return destRequest(cmdNewDest, o.Service.ServiceKey, &o.Dest)
+	case EditDest:
+		return destRequest(cmdSetDest, o.Service.ServiceKey, &o.Dest)
+	case DelDest:
+		return destRequest(cmdDelDest, o.Service.ServiceKey, &o.Dest)
+	}
+	return genetlink.Message{}, fmt.Errorf("unknown operation %d", o.Kind)
+}
+
+// batchSize bounds the requests sent in one write: the kernel answers
+// each with an acknowledgement that must fit the socket's receive buffer
+// (a few hundred bytes of it each, whatever their length).
+const batchSize = 256
+
+// Apply carries out ops in order. It writes them to the kernel in batches
+// (one system call for up to batchSize requests, instead of one each) and
+// reads every acknowledgement, so that each failed op is reported: the
+// error joins one *Error per failure, and the ops after a failure are
+// still carried out, as the kernel would.
+func (c *Client) Apply(ops []Op) error {
+	var errs []error
+	for len(ops) > 0 {
+		n := min(len(ops), batchSize)
+		errs = append(errs, c.applyBatch(ops[:n])...)
+		ops = ops[n:]
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Client) applyBatch(ops []Op) []error {
+	var errs []error
+	msgs := make([]netlink.Message, 0, len(ops))
+	index := make([]int, 0, len(ops)) // msgs[i] is ops[index[i]]
+	for i := range ops {
+		m, err := ops[i].message()
+		if err != nil {
+			errs = append(errs, &Error{Op: ops[i].Kind.String(), Object: ops[i].object(), Err: err})
+			continue
+		}
+		msgs = append(msgs, c.request(m, netlink.Acknowledge))
+		index = append(index, i)
+	}
+	if len(msgs) == 0 {
+		return errs
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.c.SetDeadline(time.Now().Add(c.timeout))
+	sent, err := c.c.SendMessages(msgs)
+	if err != nil {
+		for _, i := range index {
+			errs = append(errs, &Error{Op: ops[i].Kind.String(), Object: ops[i].object(), Err: err})
+		}
+		return errs
+	}
+	// The kernel handles the requests in order and acknowledges each in a
+	// datagram of its own: the next answer is always for sent[next].
+	next := 0
+	fail := func(err error) {
+		i := index[next]
+		op := ops[i].Kind.String()
+		errs = append(errs, &Error{Op: op, Object: ops[i].object(), Err: explain(op, err)})
+		next++
+	}
+	for next < len(sent) {
+		replies, err := c.c.Receive()
+		if err != nil {
+			var oe *netlink.OpError
+			if !errors.As(err, &oe) || oe.Sequence != sent[next].Header.Sequence {
+				// Not the kernel's answer to a request but a broken
+				// socket or a timeout: the rest are unknown.
+				for next < len(sent) {
+					fail(err)
+				}
+				break
+			}
+			fail(err)
+			continue
+		}
+		for _, r := range replies {
+			if next >= len(sent) {
+				break
+			}
+			if r.Header.Type != netlink.Error || r.Header.Sequence != sent[next].Header.Sequence {
+				for next < len(sent) {
+					fail(fmt.Errorf("unexpected reply %v", r.Header))
+				}
+				break
+			}
+			next++
+		}
+	}
+	return errs
+}

@@ -1,0 +1,113 @@
+package ipvs
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Kernel is what the Reconciler needs of the kernel; *Client is one, and
+// tests use a table in memory.
+type Kernel interface {
+	Services() ([]Service, error)
+	Destinations(ServiceKey) ([]Destination, error)
+	Apply([]Op) error
+}
+
+// Reconciler keeps the kernel's table equal to a wanted one with the
+// fewest operations, touching only the services it owns: those it has
+// been asked for at any time since it started. It keeps its own copy of
+// what the kernel holds, so a change costs only its own operations, and
+// reads the kernel again on its first Sync, after a failure, and after
+// Invalidate (which a caller does now and then to repair what someone
+// changed behind its back, e.g. with ipvsadm).
+//
+// A Reconciler started on a kernel that already holds the wanted table
+// (directord restarted, or taking over from keepalived) adopts it as it
+// is: no service is flushed or re-created, so established connections are
+// not disturbed.
+type Reconciler struct {
+	k     Kernel
+	log   *slog.Logger
+	have  Table // the kernel's services that we want or own
+	owned map[ServiceKey]bool
+	fresh bool // have is the kernel's table as far as we know
+}
+
+// NewReconciler returns a Reconciler over k; log may be nil.
+func NewReconciler(k Kernel, log *slog.Logger) *Reconciler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reconciler{k: k, log: log, owned: map[ServiceKey]bool{}}
+}
+
+// Result says what a Sync did.
+type Result struct {
+	Read bool // the kernel's table was read first
+	Ops  []Op // the operations sent, in order
+}
+
+// Invalidate makes the next Sync read the kernel's table first.
+func (r *Reconciler) Invalidate() { r.fresh = false }
+
+// Owned tells whether a service is one this reconciler manages.
+func (r *Reconciler) Owned(k ServiceKey) bool { return r.owned[k] }
+
+// Sync makes the kernel hold want. On error the kernel may hold part of
+// the change; the next Sync reads it again and finishes the job.
+func (r *Reconciler) Sync(want Table) (Result, error) {
+	var res Result
+	for k := range want {
+		r.owned[k] = true
+	}
+	if !r.fresh {
+		have, err := r.read()
+		if err != nil {
+			return res, err
+		}
+		r.have, r.fresh, res.Read = have, true, true
+	}
+	res.Ops = Diff(want, r.have, r.Owned)
+	if len(res.Ops) == 0 {
+		return res, nil
+	}
+	err := r.k.Apply(res.Ops)
+	if err != nil {
+		r.fresh = false
+		r.log.Warn("ipvs: some changes failed; the table will be read again", "ops", len(res.Ops), "error", err)
+		return res, err
+	}
+	for i := range res.Ops {
+		r.have.Patch(&res.Ops[i])
+		if res.Ops[i].Kind == DelService {
+			// Gone from the configuration and from the kernel: a service
+			// of that key made later by someone else is theirs.
+			delete(r.owned, res.Ops[i].Service.ServiceKey)
+		}
+	}
+	return res, nil
+}
+
+// read reads the kernel's services we want or own, with their
+// destinations; others' services are left unread.
+func (r *Reconciler) read() (Table, error) {
+	services, err := r.k.Services()
+	if err != nil {
+		return nil, err
+	}
+	t := Table{}
+	for _, s := range services {
+		if !r.owned[s.ServiceKey] {
+			continue
+		}
+		vs := t.Add(s)
+		ds, err := r.k.Destinations(s.ServiceKey)
+		if err != nil {
+			return nil, fmt.Errorf("read the kernel's table: %w", err)
+		}
+		for _, d := range ds {
+			vs.AddDest(d)
+		}
+	}
+	return t, nil
+}
