@@ -56,10 +56,38 @@ func (r *Reconciler) Owned(k ServiceKey) bool { return r.owned[k] }
 // Sync makes the kernel hold want. On error the kernel may hold part of
 // the change; the next Sync reads it again and finishes the job.
 func (r *Reconciler) Sync(want Table) (Result, error) {
-	var res Result
 	for k := range want {
 		r.owned[k] = true
 	}
+	return r.sync(func() []Op { return Diff(want, r.have, r.Owned) })
+}
+
+// SyncServices is Sync for the services keys alone: each is made as want
+// has it, or deleted if want lacks it and it is owned. Its cost is that of
+// those services, whatever the size of the table: a health check's verdict
+// changes one pool, not the whole table. Its first call (or the first
+// after a failure or Invalidate) reads the kernel's whole table.
+func (r *Reconciler) SyncServices(want Table, keys []ServiceKey) (Result, error) {
+	w := make(Table, len(keys))
+	for _, k := range keys {
+		if vs, ok := want[k]; ok {
+			w[k] = vs
+			r.owned[k] = true
+		}
+	}
+	return r.sync(func() []Op {
+		h := make(Table, len(keys))
+		for _, k := range keys {
+			if vs, ok := r.have[k]; ok {
+				h[k] = vs
+			}
+		}
+		return Diff(w, h, r.Owned)
+	})
+}
+
+func (r *Reconciler) sync(diff func() []Op) (Result, error) {
+	var res Result
 	if !r.fresh {
 		have, err := r.read()
 		if err != nil {
@@ -67,7 +95,7 @@ func (r *Reconciler) Sync(want Table) (Result, error) {
 		}
 		r.have, r.fresh, res.Read = have, true, true
 	}
-	res.Ops = Diff(want, r.have, r.Owned)
+	res.Ops = diff()
 	if len(res.Ops) == 0 {
 		return res, nil
 	}

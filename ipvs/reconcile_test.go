@@ -320,6 +320,40 @@ func TestDiffOfOneChangeInABigTable(t *testing.T) {
 	}
 }
 
+func TestSyncServicesTouchesOnlyThem(t *testing.T) {
+	k := &memKernel{t: Table{}}
+	r := NewReconciler(k, nil)
+	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1),
+		svc("192.0.2.1:443", "rr"), dest("10.0.0.1:443", 1))
+	if _, err := r.Sync(want); err != nil {
+		t.Fatal(err)
+	}
+	k80 := AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:80"))
+	k443 := AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:443"))
+	want[k80].AddDest(dest("10.0.0.1:80", 5))
+	want[k443].AddDest(dest("10.0.0.1:443", 5))
+	res, err := r.SyncServices(want, []ServiceKey{k80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(res.Ops); !reflect.DeepEqual(got, []string{"edit destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 5)"}) {
+		t.Errorf("ops %q", got)
+	}
+	// A key want lacks: its service goes, being ours.
+	delete(want, k443)
+	res, err = r.SyncServices(want, []ServiceKey{k443})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(res.Ops); !reflect.DeepEqual(got, []string{"delete service TCP 192.0.2.1:443"}) {
+		t.Errorf("ops %q", got)
+	}
+	r.Invalidate()
+	if res, _ := r.Sync(want); len(res.Ops) != 0 {
+		t.Errorf("not converged: %q", kinds(res.Ops))
+	}
+}
+
 // BenchmarkSyncOneChange is the reconciler's own cost of one changed
 // destination in a table of 1,000 services of 10 destinations (the
 // kernel's share is measured in the guest, integration/ipvs).
@@ -337,6 +371,28 @@ func BenchmarkSyncOneChange(b *testing.B) {
 		d.Weight = int32(i % 2)
 		want[key].AddDest(d)
 		if res, err := r.Sync(want); err != nil || len(res.Ops) != 1 {
+			b.Fatalf("%v, %d ops", err, len(res.Ops))
+		}
+	}
+}
+
+// BenchmarkSyncServicesOneChange is the same change through SyncServices,
+// which diffs the changed service alone.
+func BenchmarkSyncServicesOneChange(b *testing.B) {
+	want := bigTable(1000, 10)
+	k := &memKernel{t: Table{}}
+	r := NewReconciler(k, nil)
+	if _, err := r.Sync(want); err != nil {
+		b.Fatal(err)
+	}
+	key := want.Keys()[500]
+	keys := []ServiceKey{key}
+	d := want[key].SortedDests()[3]
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		d.Weight = int32(i % 2)
+		want[key].AddDest(d)
+		if res, err := r.SyncServices(want, keys); err != nil || len(res.Ops) != 1 {
 			b.Fatalf("%v, %d ops", err, len(res.Ops))
 		}
 	}
