@@ -9,25 +9,53 @@ LDFLAGS := -X main.version=$(VERSION)
 
 STATICCHECK_VERSION := v0.8.2
 # keepalived: its samples are test inputs and it is the reference in
-# benchmarks; ipvsadm and user-mode-linux: the real-IPVS tests; time: the
-# benchmark's resource figures.
-APT_PACKAGES := keepalived ipvsadm user-mode-linux iproute2 time
+# benchmarks; ipvsadm, user-mode-linux and kmod (modprobe): the real-IPVS
+# tests; time: the benchmark's resource figures.
+APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time
 
-.PHONY: all build test test-deps lint bench demo deps apt-install fuzz clean
+.PHONY: all build test test-deps lint bench demo deps apt-install fuzz clean integration
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## test: everything that runs on a machine like ours (unit tests, fuzz seeds).
+## integration: the tests that need IPVS, which our kernels lack, run as
+## root in one boot of a User-Mode Linux guest (docs/testing.md). Each
+## package of UML_PACKAGES is built on the host with go test -c; without
+## -race, which cannot map its memory in the guest. The host's go test
+## skips these tests (internal/ipvstest).
+##   make integration RUN=TestX UML_PACKAGES=./ipvs V=1
+UML_PACKAGES := ./integration/uml ./ipvs ./integration/lvs
+UML_APT_PACKAGES := user-mode-linux ipvsadm kmod iproute2
+UML_BIN := $(BIN)/uml
+UML_MEM := 1536M
+# The guest's time limit in seconds, for all packages; each package's own.
+UML_TIMEOUT := 1800
+UML_TEST_TIMEOUT := 10m
+
+## test: everything that runs on a machine like ours (unit tests, fuzz
+## seeds), then the real-kernel tests in a User-Mode Linux guest.
 test: test-deps
 	$(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory integration
 
 # The Debian packages the tests read or run; installed when missing.
-TEST_PACKAGES := keepalived iproute2
+TEST_PACKAGES := keepalived $(UML_APT_PACKAGES)
 test-deps:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_PACKAGES)"
+
+integration:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
+	@mkdir -p $(UML_BIN) && rm -f $(UML_BIN)/*.test
+	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
+	@set -e; for p in $(UML_PACKAGES); do \
+		n=$${p#./}; n=$${n%/}; \
+		$(GO) test -c -o $(UML_BIN)/$$(echo "$$n" | tr / -).test $$p; \
+	done
+	integration/uml/run.sh -m $(UML_MEM) -t $(UML_TIMEOUT) -- \
+		integration/uml/gotest.sh $(if $(filter 1,$(V)),-v) $(if $(RUN),-run '$(RUN)') \
+		-timeout $(UML_TEST_TIMEOUT) $(UML_BIN) $(UML_PACKAGES)
 
 ## deps: install everything the tests, lint and benchmarks need.
 deps:

@@ -30,7 +30,20 @@ type Node struct {
 	socks      []*sock
 	insts      []*instance
 	track      *tracking
+	observe    func(Event)
 }
+
+// Event is an instance's change of state, for whatever follows VRRP (the
+// IPVS sync daemons).
+type Event struct {
+	Instance string
+	VRID     uint8
+	From, To State
+}
+
+// Observe makes the Node call f with every transition of every instance,
+// from the instance's goroutine: f must not block. Call it before Run.
+func (n *Node) Observe(f func(Event)) { n.observe = f }
 
 // sock is one Conn with the instances that listen on it.
 type sock struct {
@@ -433,6 +446,9 @@ func (in *instance) Transition(from, to State) {
 	in.transitions.Add(1)
 	in.node.log.Info("vrrp transition", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "from", from.String(), "to", to.String())
 	in.state.Store(uint32(to))
+	if f := in.node.observe; f != nil {
+		f(Event{Instance: in.cfg.Name, VRID: uint8(in.cfg.VRID), From: from, To: to})
+	}
 	defer in.notify(to, in.drv.m.Priority())
 	defer in.groupNotify(to)
 	// The rest of a sync group follows a member that becomes master, or

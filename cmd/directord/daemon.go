@@ -2,32 +2,30 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/director"
+	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
 )
 
-// daemon runs the configuration until SIGTERM or SIGINT. This build runs
-// VRRP; virtual servers and health checks come with the IPVS and
-// health-check work, and are reported as not run.
+// daemon runs the configuration until SIGTERM or SIGINT: VRRP (unless
+// -C) and the IPVS data plane (unless -P). Health checks are not run yet:
+// every real server is taken as alive.
 func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 	log := newLogger(o, stderr)
-	if o.checkOnly {
-		log.Error("-C (health checks and IPVS only) is not available yet in this build")
-		return exitFailure
-	}
-	if len(cfg.VirtualServers) > 0 {
-		log.Warn("virtual_server blocks are read but not yet run by this build: IPVS and health checks are not programmed",
-			"virtual_servers", len(cfg.VirtualServers))
-	}
+	runVRRP := !o.checkOnly || o.vrrpOnly
+	runLVS := (!o.vrrpOnly || o.checkOnly) && (len(cfg.VirtualServers) > 0 || cfg.Global.SyncDaemon != nil)
 	if o.pidFile != "" {
 		if err := os.WriteFile(o.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			log.Error("write pid file", "file", o.pidFile, "err", err)
@@ -40,34 +38,82 @@ func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 	if err := renice(cfg.Global.Nice); err != nil {
 		log.Warn("could not set the nice value", "vrrp_priority", cfg.Global.Nice, "err", err)
 	}
-	if p := cfg.Global.RTPriority; p > 0 {
+	if p := cfg.Global.RTPriority; p > 0 && runVRRP {
 		if err := setRealtime(p); err != nil {
 			log.Warn("could not set real-time scheduling", "vrrp_rt_priority", p, "err", err)
 		}
 	}
-	h, err := netlink.NewHandle()
-	if err != nil {
-		log.Error("netlink", "err", err)
-		return exitFailure
+
+	var lvs *director.LVS
+	if runLVS {
+		k, err := ipvs.Dial(nil)
+		if err != nil {
+			log.Error("ipvs: virtual servers and sync daemons cannot run", "err", err)
+			return exitFailure
+		}
+		defer k.Close()
+		lvs, err = director.NewLVS(cfg, k, log)
+		if err != nil {
+			log.Error("virtual servers", "err", err)
+			return exitFailure
+		}
+		if n := countCheckers(cfg); n > 0 {
+			log.Warn("health checks are not run by this build: every real server is taken as alive", "checkers", n)
+		}
+		lvs.AllAlive()
 	}
-	defer h.Close()
-	node, err := vrrp.NewNode(cfg, h, log)
-	if err != nil {
-		log.Error("vrrp", "err", err)
-		return exitFailure
+	var node *vrrp.Node
+	if runVRRP && len(cfg.Instances) > 0 {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			log.Error("netlink", "err", err)
+			return exitFailure
+		}
+		defer h.Close()
+		node, err = vrrp.NewNode(cfg, h, log)
+		if err != nil {
+			log.Error("vrrp", "err", err)
+			return exitFailure
+		}
+		if lvs != nil {
+			node.Observe(lvs.Observe)
+		}
 	}
+
 	// Signals stay caught until the end: a second SIGTERM during the
 	// shutdown does not cut short the priority 0 adverts and the removal of
 	// the addresses.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Info("directord started", "version", version, "config", o.file, "instances", len(cfg.Instances))
-	if err := node.Run(ctx); err != nil {
+	log.Info("directord started", "version", version, "config", o.file,
+		"instances", len(cfg.Instances), "virtual_servers", len(cfg.VirtualServers), "vrrp", node != nil, "ipvs", lvs != nil)
+	var wg sync.WaitGroup
+	var vrrpErr, lvsErr error
+	if node != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); vrrpErr = node.Run(ctx) }()
+	}
+	if lvs != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); lvsErr = lvs.Run(ctx) }()
+	}
+	wg.Wait()
+	if err := errors.Join(vrrpErr, lvsErr); err != nil {
 		log.Error("shutdown", "err", err)
 		return exitFailure
 	}
 	log.Info("directord stopped")
 	return exitOK
+}
+
+func countCheckers(cfg *config.Config) int {
+	n := 0
+	for _, vs := range cfg.VirtualServers {
+		for _, rs := range vs.RealServers {
+			n += len(rs.Checkers)
+		}
+	}
+	return n
 }
 
 func newLogger(o *options, w io.Writer) *slog.Logger {

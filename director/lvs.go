@@ -1,0 +1,252 @@
+package director
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/directord/directord/config"
+	"github.com/directord/directord/ipvs"
+	"github.com/directord/directord/vrrp"
+)
+
+// Kernel is what LVS needs of the kernel's IPVS; *ipvs.Client is one.
+type Kernel interface {
+	ipvs.Kernel
+	SyncKernel
+	Flush() error
+	SetTimeouts(ipvs.Timeouts) error
+}
+
+// LVS runs the data plane of a configuration: it keeps the kernel's
+// virtual servers as the pools want them, on every director whatever its
+// VRRP state (the virtual addresses decide which one gets the traffic, so
+// a backup that takes over already holds the table), and makes the sync
+// daemons follow their VRRP instance.
+type LVS struct {
+	k      Kernel
+	log    *slog.Logger
+	cfg    *config.Config
+	pools  []*Pool
+	states [][]RealState
+	rec    *ipvs.Reconciler
+	syncd  *SyncDaemons
+
+	// Resync is how often the kernel's table is read again, to repair
+	// what was changed behind directord's back; RetryMin and RetryMax
+	// bound the wait before a failed change is tried again.
+	Resync, RetryMin, RetryMax time.Duration
+
+	want    ipvs.Table // what the pools want, kept between changes
+	updates chan update
+
+	mu     sync.Mutex
+	vrrp   map[string]vrrp.State // the latest state of each instance
+	kick   chan struct{}
+	synced chan struct{} // closed after the first successful sync, for tests
+}
+
+// update is a health verdict on real server rs of pool.
+type update struct {
+	pool, rs int
+	st       RealState
+}
+
+// NewLVS prepares the data plane of cfg; nothing reaches the kernel
+// before Run.
+func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pools, err := NewPools(cfg)
+	if err != nil {
+		return nil, err
+	}
+	l := &LVS{
+		k: k, log: log, cfg: cfg, pools: pools,
+		rec:      ipvs.NewReconciler(k, log),
+		syncd:    NewSyncDaemons(k, cfg.Global.SyncDaemon, log),
+		Resync:   30 * time.Second,
+		RetryMin: time.Second,
+		RetryMax: 30 * time.Second,
+		vrrp:     map[string]vrrp.State{},
+		updates:  make(chan update, 64),
+		kick:     make(chan struct{}, 1),
+		synced:   make(chan struct{}),
+	}
+	for _, p := range pools {
+		l.states = append(l.states, p.InitialStates())
+	}
+	return l, nil
+}
+
+// Observe takes a VRRP transition; it never blocks, so vrrp.Node may
+// call it from an instance's goroutine.
+func (l *LVS) Observe(ev vrrp.Event) {
+	l.mu.Lock()
+	l.vrrp[ev.Instance] = ev.To
+	l.mu.Unlock()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// AllAlive marks every real server alive at its configured weight: what
+// the data plane does until health checks run.
+func (l *LVS) AllAlive() {
+	for i, p := range l.pools {
+		for j, rs := range p.VS.RealServers {
+			l.states[i][j] = RealState{Alive: true, Weight: rs.Weight}
+		}
+	}
+}
+
+// Report gives the LVS a health check's verdict on real server rs (its
+// index in the configuration) of pool; it blocks only while the LVS is
+// busy with the kernel.
+func (l *LVS) Report(ctx context.Context, pool, rs int, st RealState) {
+	select {
+	case l.updates <- update{pool, rs, st}:
+	case <-ctx.Done():
+	}
+}
+
+// Want is the table the pools want now.
+func (l *LVS) Want() ipvs.Table {
+	t := ipvs.Table{}
+	for i := range l.pools {
+		l.update(i, t)
+	}
+	return t
+}
+
+// update writes pool i's services into t.
+func (l *LVS) update(i int, t ipvs.Table) {
+	p := l.pools[i]
+	if p.Update(l.states[i], t) {
+		lvl := slog.LevelInfo
+		if !p.QuorumUp() {
+			lvl = slog.LevelWarn
+		}
+		l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", p.QuorumUp())
+	}
+}
+
+// Run programs the kernel and keeps it so until ctx ends.
+func (l *LVS) Run(ctx context.Context) error {
+	g := l.cfg.Global
+	if g.LVSFlush {
+		l.log.Info("lvs_flush: flushing the kernel's IPVS table")
+		if err := l.k.Flush(); err != nil {
+			l.log.Error("lvs_flush", "err", err)
+		}
+	}
+	if t := g.LVSTimeouts; t != nil {
+		if err := l.k.SetTimeouts(ipvs.Timeouts{TCP: t.TCP, TCPFin: t.TCPFin, UDP: t.UDP}); err != nil {
+			l.log.Error("lvs_timeouts", "err", err)
+		}
+	}
+	syncdOK := l.syncState()
+
+	resync := time.NewTicker(l.Resync)
+	defer resync.Stop()
+	retry := time.NewTimer(0) // the first sync, at once
+	defer retry.Stop()
+	backoff := l.RetryMin
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			return l.stop()
+		case <-l.kick:
+			syncdOK = l.syncState()
+		case <-resync.C:
+			l.rec.Invalidate()
+			retry.Reset(0)
+			if !syncdOK {
+				syncdOK = l.syncState()
+			}
+		case u := <-l.updates:
+			if u.pool >= len(l.states) || u.rs >= len(l.states[u.pool]) || l.states[u.pool][u.rs] == u.st {
+				continue
+			}
+			l.states[u.pool][u.rs] = u.st
+			if first || l.want == nil {
+				continue // the pending full sync takes it
+			}
+			// Only this pool's services: a verdict costs the same
+			// whatever the size of the table.
+			p := l.pools[u.pool]
+			for _, k := range p.Keys {
+				delete(l.want, k)
+			}
+			l.update(u.pool, l.want)
+			if _, err := l.rec.SyncServices(l.want, p.Keys); err != nil {
+				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
+				retry.Reset(backoff)
+			}
+		case <-retry.C:
+			l.want = l.Want()
+			res, err := l.rec.Sync(l.want)
+			if err != nil {
+				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
+				retry.Reset(backoff)
+				backoff = min(2*backoff, l.RetryMax)
+				continue
+			}
+			backoff = l.RetryMin
+			if len(res.Ops) > 0 || first {
+				l.log.Info("ipvs table programmed", "operations", len(res.Ops), "read_kernel", res.Read)
+			}
+			for _, o := range res.Ops {
+				l.log.Debug("ipvs", "op", o.String())
+			}
+			if first {
+				close(l.synced)
+				first = false
+			}
+		}
+	}
+}
+
+// syncState applies the sync daemons for the latest state of their
+// instance (Backup until it is known).
+func (l *LVS) syncState() bool {
+	inst := l.syncd.Instance()
+	l.mu.Lock()
+	st, ok := l.vrrp[inst]
+	l.mu.Unlock()
+	if !ok {
+		st = vrrp.Backup
+	}
+	if err := l.syncd.SetState(st); err != nil {
+		l.log.Error("ipvs sync daemon", "err", err)
+		return false
+	}
+	return true
+}
+
+// stop leaves the virtual servers in the kernel, unless lvs_flush_on_stop
+// says otherwise: a restarted directord adopts them without cutting a
+// connection, and without the virtual addresses they get no traffic. The
+// sync daemons stop.
+func (l *LVS) stop() error {
+	var errs []error
+	switch l.cfg.Global.LVSFlushOnStop {
+	case "ALL":
+		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
+		errs = append(errs, l.k.Flush())
+	case "VS":
+		var ops []ipvs.Op
+		for _, k := range l.Want().Keys() {
+			ops = append(ops, ipvs.Op{Kind: ipvs.DelService, Service: ipvs.Service{ServiceKey: k}})
+		}
+		l.log.Info("lvs_flush_on_stop VS: removing directord's virtual servers", "services", len(ops))
+		errs = append(errs, l.k.Apply(ops))
+	}
+	errs = append(errs, l.syncd.Stop())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,245 @@
+package director
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/directord/directord/ipvs"
+	"github.com/directord/directord/vrrp"
+)
+
+// fakeKernel is IPVS in memory: a table, sync daemons, and failures on
+// demand.
+type fakeKernel struct {
+	fakeSync
+	mu       sync.Mutex
+	t        ipvs.Table
+	broken   bool
+	applies  int
+	flushes  int
+	timeouts []ipvs.Timeouts
+}
+
+func newFakeKernel() *fakeKernel {
+	return &fakeKernel{fakeSync: fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}, t: ipvs.Table{}}
+}
+
+func (k *fakeKernel) Services() ([]ipvs.Service, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []ipvs.Service
+	for _, key := range k.t.Keys() {
+		out = append(out, k.t[key].Service)
+	}
+	return out, nil
+}
+
+func (k *fakeKernel) Destinations(key ipvs.ServiceKey) ([]ipvs.Destination, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.t[key].SortedDests(), nil
+}
+
+func (k *fakeKernel) Apply(ops []ipvs.Op) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.applies++
+	if k.broken {
+		return errors.New("ENOMEM")
+	}
+	for i := range ops {
+		k.t.Patch(&ops[i])
+	}
+	return nil
+}
+
+func (k *fakeKernel) Flush() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.flushes++
+	k.t = ipvs.Table{}
+	return nil
+}
+
+func (k *fakeKernel) SetTimeouts(t ipvs.Timeouts) error {
+	k.timeouts = append(k.timeouts, t)
+	return nil
+}
+
+func (k *fakeKernel) lines() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return lines(k.t)
+}
+
+const lvsConf = `
+global_defs {
+    lvs_sync_daemon eth1 VI_1
+    lvs_timeouts tcp 900 udp 60
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    virtual_ipaddress {
+        192.0.2.1
+    }
+}
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    real_server 10.0.0.1 80 {
+    }
+    real_server 10.0.0.2 80 {
+        weight 2
+    }
+}
+`
+
+func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		l, err := NewLVS(parse(t, lvsConf), k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- l.Run(ctx) }()
+		<-l.synced
+		want := []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.1:80 route 1", "-a TCP 192.0.2.1:80 10.0.0.2:80 route 2"}
+		if got := k.lines(); !reflect.DeepEqual(got, want) {
+			t.Errorf("table %q, want %q", got, want)
+		}
+		if len(k.timeouts) != 1 || k.timeouts[0] != (ipvs.Timeouts{TCP: 900 * time.Second, UDP: time.Minute}) {
+			t.Errorf("timeouts %+v", k.timeouts)
+		}
+		if _, ok := k.running[ipvs.SyncBackup]; !ok || len(k.running) != 1 {
+			t.Errorf("before any transition: %v, want the backup daemon", k.running)
+		}
+
+		l.Observe(vrrp.Event{Instance: "VI_1", From: vrrp.Backup, To: vrrp.Master})
+		l.Observe(vrrp.Event{Instance: "VI_other", From: vrrp.Backup, To: vrrp.Fault})
+		synctest.Wait()
+		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
+			t.Errorf("master: %v, want the master daemon alone", k.running)
+		}
+
+		// Someone deletes a destination; the next resync puts it back.
+		k.mu.Lock()
+		for _, vs := range k.t {
+			for dk := range vs.Dests {
+				delete(vs.Dests, dk)
+				break
+			}
+		}
+		k.mu.Unlock()
+		time.Sleep(l.Resync)
+		synctest.Wait()
+		if got := k.lines(); !reflect.DeepEqual(got, want) {
+			t.Errorf("after the resync %q, want %q", got, want)
+		}
+
+		// A health verdict changes its pool alone, with one operation.
+		k.mu.Lock()
+		applies := k.applies
+		k.mu.Unlock()
+		l.Report(ctx, 0, 1, RealState{Alive: false, Weight: 2})
+		synctest.Wait()
+		want2 := []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.1:80 route 1"}
+		if got := k.lines(); !reflect.DeepEqual(got, want2) || k.applies != applies+1 {
+			t.Errorf("after 10.0.0.2 failed: %q in %d applies, want %q in 1", got, k.applies-applies, want2)
+		}
+		l.Report(ctx, 0, 1, RealState{Alive: true, Weight: 2})
+		synctest.Wait()
+
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := k.lines(); !reflect.DeepEqual(got, want) {
+			t.Errorf("after stop %q: the table must stay for a restart", got)
+		}
+		if len(k.running) != 0 {
+			t.Errorf("sync daemons still running: %v", k.running)
+		}
+	})
+}
+
+func TestLVSRetriesWithBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		k.broken = true
+		l, err := NewLVS(parse(t, lvsConf), k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go l.Run(ctx)
+		start := time.Now()
+		// Tries at 0, 1, 3, 7, 15 s: five by 15 s, not a busy loop.
+		time.Sleep(15*time.Second + time.Millisecond)
+		synctest.Wait()
+		k.mu.Lock()
+		n := k.applies
+		k.broken = false
+		k.mu.Unlock()
+		if n != 5 {
+			t.Errorf("%d attempts in %s, want 5", n, time.Since(start))
+		}
+		<-l.synced
+		// The next try is the resync's, at 30 s, before the backoff's 31.
+		if time.Since(start) != 30*time.Second {
+			t.Errorf("recovered after %s, want 30s", time.Since(start))
+		}
+		if len(k.lines()) != 3 {
+			t.Errorf("table %q", k.lines())
+		}
+	})
+}
+
+func TestLVSFlushOptions(t *testing.T) {
+	for _, tt := range []struct {
+		global       string
+		flushes      int
+		linesAtEnd   int
+		foreignStays bool
+	}{
+		{"lvs_flush", 1, 3, false}, // a flush at start, as keepalived
+		{"lvs_flush_on_stop", 1, 0, false},
+		{"lvs_flush_on_stop VS", 0, 1, true},
+	} {
+		t.Run(tt.global, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := newFakeKernel()
+				k.t.Add(ipvs.Service{ServiceKey: ipvs.MarkKey(ipvs.IPv4, 99), Scheduler: "rr"})
+				cfg := parse(t, "global_defs {\n "+tt.global+"\n}\n"+lvsConf)
+				l, err := NewLVS(cfg, k, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error)
+				go func() { done <- l.Run(ctx) }()
+				<-l.synced
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if k.flushes != tt.flushes {
+					t.Errorf("%d flushes, want %d", k.flushes, tt.flushes)
+				}
+				_, stays := k.t[ipvs.MarkKey(ipvs.IPv4, 99)]
+				if len(k.lines()) != tt.linesAtEnd || stays != tt.foreignStays {
+					t.Errorf("at the end %q (foreign service kept: %v)", k.lines(), stays)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,327 @@
+// Package lvs holds the end-to-end tests of directord's data plane: the
+// directord binary programs a real IPVS and traffic goes through it. They
+// need the kernel's IPVS, so they skip on our hosts and run in the
+// User-Mode Linux guest of make integration, every host of a test (client,
+// directors, real server) a network namespace inside the guest.
+package lvs
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/directord/directord/internal/ipvstest"
+	"github.com/directord/directord/internal/nstest"
+)
+
+// binary is the directord that make integration builds before the guest
+// boots (the guest must not write to the host's Go cache).
+func binary(t *testing.T) string {
+	t.Helper()
+	ipvstest.Require(t)
+	ipvstest.RequireRoot(t)
+	ipvstest.RequireCommand(t, "ipvsadm")
+	b, err := filepath.Abs("../../bin/uml/directord")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(b); err != nil {
+		t.Fatalf("%v: make integration builds it", err)
+	}
+	return b
+}
+
+var seq atomic.Int32
+
+func name(t *testing.T, role string) string {
+	return fmt.Sprintf("%s%d-%d", role, os.Getpid()%10000, seq.Add(1))
+}
+
+const vip = "10.1.0.100"
+
+// lan is a client, a real server with the VIP on its lo (arp_ignore and
+// arp_announce set, as DR needs) running an echo server, and a switch to
+// plug directors into.
+type lan struct {
+	sw             *nstest.Switch
+	client, server *nstest.NS
+}
+
+func newLAN(t *testing.T) *lan {
+	t.Helper()
+	l := &lan{sw: nstest.NewSwitch(t, name(t, "sw"))}
+	l.client = nstest.New(t, name(t, "cl"))
+	l.server = nstest.New(t, name(t, "rs"))
+	l.sw.Plug(t, l.client, "eth0", "10.1.0.2/24")
+	l.sw.Plug(t, l.server, "eth0", "10.1.0.3/24")
+	for _, s := range []string{"net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2",
+		"net.ipv4.conf.eth0.arp_ignore=1", "net.ipv4.conf.eth0.arp_announce=2"} {
+		sh(t, l.server, "sysctl", "-q", "-w", s)
+	}
+	sh(t, l.server, "ip", "addr", "add", vip+"/32", "dev", "lo")
+	var ln net.Listener
+	l.server.Do(t, func() {
+		var err error
+		ln, err = net.Listen("tcp4", ":80")
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					fmt.Fprintf(c, "echo %s", line)
+				}
+			}()
+		}
+	}()
+	return l
+}
+
+func sh(t *testing.T, ns *nstest.NS, argv ...string) string {
+	t.Helper()
+	out, err := exec.Command("ip", append([]string{"netns", "exec", ns.Name}, argv...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return string(out)
+}
+
+// conn is a client's TCP connection to the VIP.
+type conn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dial(t *testing.T, ns *nstest.NS) *conn {
+	t.Helper()
+	var c net.Conn
+	ns.Do(t, func() {
+		var err error
+		c, err = net.DialTimeout("tcp4", vip+":80", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { c.Close() })
+	return &conn{c: c, r: bufio.NewReader(c)}
+}
+
+// roundTrip sends a line and waits for its echo; TCP retransmits while a
+// director is away, so the deadline is generous.
+func (c *conn) roundTrip(msg string) error {
+	c.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c.c, "%s\n", msg); err != nil {
+		return err
+	}
+	got, err := c.r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if got != "echo "+msg+"\n" {
+		return fmt.Errorf("got %q", got)
+	}
+	return nil
+}
+
+func (c *conn) clientPort() int { return c.c.LocalAddr().(*net.TCPAddr).Port }
+
+func directorConf(prio int, extra string) string {
+	return fmt.Sprintf(`global_defs {
+    router_id lb%d
+    %s
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    priority %d
+    advert_int 0.1
+    version 3
+    virtual_ipaddress {
+        %s/24
+    }
+}
+virtual_server %s 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    real_server 10.1.0.3 80 {
+        weight 1
+    }
+}
+`, prio, extra, prio, vip, vip)
+}
+
+func start(t *testing.T, bin string, ns *nstest.NS, conf string) *nstest.Process {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "keepalived.conf")
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return nstest.Start(t, ns, bin, "-n", "-l", "-D", "-f", file)
+}
+
+// waitMaster waits until the director holds the VIP and its service.
+func waitMaster(t *testing.T, ns *nstest.NS) {
+	t.Helper()
+	nstest.WaitFor(t, 10*time.Second, "VIP and service on "+ns.Name, func() bool {
+		return ns.HasAddr(t, "eth0", vip) && strings.Contains(ipvsadm(t, ns, "-Sn"), "-a -t "+vip+":80 -r 10.1.0.3:80 -g -w 1")
+	})
+}
+
+func ipvsadm(t *testing.T, ns *nstest.NS, args ...string) string {
+	t.Helper()
+	return sh(t, ns, append([]string{"ipvsadm"}, args...)...)
+}
+
+// connLine finds the client's connection to the real server through the
+// VIP in ipvsadm -Lnc's table.
+func connLine(table string, port int) string {
+	for _, l := range strings.Split(table, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 6 && f[3] == fmt.Sprintf("10.1.0.2:%d", port) && f[4] == vip+":80" && f[5] == "10.1.0.3:80" {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestRestartKeepsLiveConnections: a TCP connection through a DR service
+// lives through a restart of directord, because the restarted daemon
+// adopts the kernel's table as it is instead of re-creating it (which
+// would orphan the connection: the kernel drops the packets of a
+// connection whose destination was deleted).
+func TestRestartKeepsLiveConnections(t *testing.T) {
+	t.Run("adopted", func(t *testing.T) { restart(t, "", true) })
+	// The control: keepalived's lvs_flush re-creates the table at start,
+	// which the service's counters show, so the test can tell the two
+	// apart. (The connection itself may live on: the kernel revives a
+	// destination re-added soon after its deletion from its trash.)
+	t.Run("lvs_flush", func(t *testing.T) { restart(t, "lvs_flush", false) })
+}
+
+// scheduled is the service's count of connections scheduled, which
+// starts again from 0 when the service is re-created.
+func scheduled(t *testing.T, ns *nstest.NS) string {
+	t.Helper()
+	for _, l := range strings.Split(ipvsadm(t, ns, "-Ln", "--stats", "--exact", "-t", vip+":80"), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "TCP" {
+			return f[2]
+		}
+	}
+	t.Fatalf("no service line in ipvsadm -Ln --stats")
+	return ""
+}
+
+func restart(t *testing.T, global string, adopted bool) {
+	bin := binary(t)
+	l := newLAN(t)
+	dir := nstest.New(t, name(t, "lb"))
+	l.sw.Plug(t, dir, "eth0", "10.1.0.1/24")
+	conf := directorConf(150, global)
+	d := start(t, bin, dir, conf)
+	waitMaster(t, dir)
+
+	c := dial(t, l.client)
+	if err := c.roundTrip("before"); err != nil {
+		t.Fatal(err)
+	}
+	if connLine(ipvsadm(t, dir, "-Lnc"), c.clientPort()) == "" {
+		t.Fatalf("the connection is not in the director's table:\n%s", ipvsadm(t, dir, "-Lnc"))
+	}
+	before := ipvsadm(t, dir, "-Sn")
+	// The kernel folds its per-CPU counters into what it reports every 2 s.
+	nstest.WaitFor(t, 5*time.Second, "1 connection scheduled", func() bool { return scheduled(t, dir) == "1" })
+
+	d.Signal(syscall.SIGTERM)
+	if !d.Wait(10 * time.Second) {
+		t.Fatal("directord did not stop")
+	}
+	if after := ipvsadm(t, dir, "-Sn"); after != before {
+		t.Errorf("the table changed at stop:\n%s\nwas:\n%s", after, before)
+	}
+	start(t, bin, dir, conf)
+	waitMaster(t, dir)
+	n := scheduled(t, dir)
+	if !adopted {
+		if n != "0" {
+			t.Errorf("lvs_flush: %s connections scheduled, want 0 (a new service)", n)
+		}
+		return
+	}
+	if n != "1" {
+		t.Errorf("%s connections scheduled, want 1: the service was re-created", n)
+	}
+	if err := c.roundTrip("after"); err != nil {
+		t.Fatalf("the connection did not survive the restart: %v\n%s", err, ipvsadm(t, dir, "-Lnc"))
+	}
+	if connLine(ipvsadm(t, dir, "-Lnc"), c.clientPort()) == "" {
+		t.Errorf("the connection is gone from the table")
+	}
+}
+
+// TestSyncDaemonCarriesConnectionsToTheBackup: with lvs_sync_daemon, a
+// connection made through the master appears in the backup's connection
+// table, and after the master hands over, the new master carries it on.
+func TestSyncDaemonCarriesConnectionsToTheBackup(t *testing.T) {
+	bin := binary(t)
+	l := newLAN(t)
+	lb1 := nstest.New(t, name(t, "lba"))
+	lb2 := nstest.New(t, name(t, "lbb"))
+	l.sw.Plug(t, lb1, "eth0", "10.1.0.11/24")
+	l.sw.Plug(t, lb2, "eth0", "10.1.0.12/24")
+	sync := "lvs_sync_daemon eth0 VI_1"
+	d1 := start(t, bin, lb1, directorConf(150, sync))
+	waitMaster(t, lb1)
+	start(t, bin, lb2, directorConf(100, sync))
+	nstest.WaitFor(t, 10*time.Second, "the backup's table", func() bool {
+		return strings.Contains(ipvsadm(t, lb2, "-Sn"), "-r 10.1.0.3:80")
+	})
+	if out := ipvsadm(t, lb1, "-L", "--daemon"); !strings.Contains(out, "master sync daemon (mcast=eth0, syncid=51") {
+		t.Errorf("lb1 (master) daemons:\n%s", out)
+	}
+	if out := ipvsadm(t, lb2, "-L", "--daemon"); !strings.Contains(out, "backup sync daemon (mcast=eth0, syncid=51") {
+		t.Errorf("lb2 (backup) daemons:\n%s", out)
+	}
+
+	c := dial(t, l.client)
+	if err := c.roundTrip("through lb1"); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 10*time.Second, "the connection in the backup's table", func() bool {
+		return connLine(ipvsadm(t, lb2, "-Lnc"), c.clientPort()) != ""
+	})
+
+	// lb1 hands over; lb2 already knows the connection and carries it.
+	d1.Signal(syscall.SIGTERM)
+	if !d1.Wait(10 * time.Second) {
+		t.Fatal("lb1 did not stop")
+	}
+	waitMaster(t, lb2)
+	if err := c.roundTrip("through lb2"); err != nil {
+		t.Fatalf("the connection did not survive the failover: %v\nlb2:\n%s", err, ipvsadm(t, lb2, "-Lnc"))
+	}
+	if out := ipvsadm(t, lb2, "-L", "--daemon"); !strings.Contains(out, "master sync daemon") {
+		t.Errorf("lb2 (now master) daemons:\n%s", out)
+	}
+}
