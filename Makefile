@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 # tests; time: the benchmark's resource figures.
 APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time
 
-.PHONY: all build test test-deps lint bench demo deps apt-install fuzz clean integration
+.PHONY: all build test test-deps lint bench bench-ipvs demo deps apt-install fuzz clean integration
 
 all: build
 
@@ -83,6 +83,16 @@ bench: build test-deps
 	scripts/bench-config.sh
 	$(GO) test -run '^$$' -bench Failover -benchtime $${FAILOVER_ROUNDS:-5}x ./integration
 	$(GO) test -run '^$$' -bench AdvertInterval -benchtime 3x ./integration
+	@$(MAKE) --no-print-directory bench-ipvs
+
+## bench-ipvs: the IPVS benchmarks, in the User-Mode Linux guest, each
+## beside ipvsadm doing the same work (docs/benchmarks.md).
+bench-ipvs:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
+	@mkdir -p $(UML_BIN)
+	$(GO) test -c -o $(UML_BIN)/ipvs.test ./ipvs
+	integration/uml/run.sh -m $(UML_MEM) -C ipvs -- ../$(UML_BIN)/ipvs.test \
+		-test.run '^$$' -test.bench Kernel -test.benchtime $${IPVS_ROUNDS:-3}x
 
 ## fuzz: run the configuration fuzzer for a while (make test runs its seeds).
 fuzz:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
 )
@@ -41,6 +42,12 @@ type LVS struct {
 
 	want    ipvs.Table // what the pools want, kept between changes
 	updates chan update
+
+	// Notify runs a quorum_up or quorum_down script; it must not block
+	// (the default queues it for a goroutine that runs them in turn).
+	Notify    func(s *config.Script)
+	notes     chan *config.Script
+	notesDone chan struct{}
 
 	mu     sync.Mutex
 	vrrp   map[string]vrrp.State // the latest state of each instance
@@ -79,6 +86,23 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 	for _, p := range pools {
 		l.states = append(l.states, p.InitialStates())
 	}
+	runner := script.Runner{User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup}
+	l.notes, l.notesDone = make(chan *config.Script, 256), make(chan struct{})
+	l.Notify = func(s *config.Script) {
+		select {
+		case l.notes <- s:
+		default:
+			l.log.Warn("notify scripts are not keeping up: one dropped", "script", s.Command)
+		}
+	}
+	go func() {
+		defer close(l.notesDone)
+		for s := range l.notes {
+			if res := runner.Run(context.Background(), s, time.Minute); !res.OK() {
+				l.log.Warn("notify script failed", "script", s.Command, "exit", res.ExitCode, "err", res.Err)
+			}
+		}
+	}()
 	return l, nil
 }
 
@@ -123,15 +147,22 @@ func (l *LVS) Want() ipvs.Table {
 	return t
 }
 
-// update writes pool i's services into t.
+// update writes pool i's services into t, and runs the quorum scripts
+// when its quorum changes. A pool that starts without quorum and has no
+// sorry server says nothing, as keepalived.
 func (l *LVS) update(i int, t ipvs.Table) {
 	p := l.pools[i]
-	if p.Update(l.states[i], t) {
-		lvl := slog.LevelInfo
-		if !p.QuorumUp() {
-			lvl = slog.LevelWarn
-		}
-		l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", p.QuorumUp())
+	started := p.started
+	if !p.Update(l.states[i], t) || (!started && !p.QuorumUp() && p.VS.SorryServer == nil) {
+		return
+	}
+	lvl, s := slog.LevelInfo, p.VS.QuorumUp
+	if !p.QuorumUp() {
+		lvl, s = slog.LevelWarn, p.VS.QuorumDown
+	}
+	l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", p.QuorumUp())
+	if s != nil {
+		l.Notify(s)
 	}
 }
 
@@ -232,8 +263,20 @@ func (l *LVS) syncState() bool {
 // stop leaves the virtual servers in the kernel, unless lvs_flush_on_stop
 // says otherwise: a restarted directord adopts them without cutting a
 // connection, and without the virtual addresses they get no traffic. The
-// sync daemons stop.
+// sync daemons stop. Virtual servers with omega run their quorum_down
+// script, as keepalived does at shutdown.
 func (l *LVS) stop() error {
+	for _, p := range l.pools {
+		if p.VS.Omega && p.VS.QuorumDown != nil {
+			l.Notify(p.VS.QuorumDown)
+		}
+	}
+	close(l.notes)
+	select {
+	case <-l.notesDone:
+	case <-time.After(10 * time.Second):
+		l.log.Warn("notify scripts still running at stop: not waiting for them")
+	}
 	var errs []error
 	switch l.cfg.Global.LVSFlushOnStop {
 	case "ALL":

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/directord/directord/config"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
 )
@@ -242,4 +243,48 @@ func TestLVSFlushOptions(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestLVSQuorumScriptsAndOmega(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, `
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    quorum 2
+    omega
+    quorum_up "/bin/up arg"
+    quorum_down /bin/down
+    real_server 10.0.0.1 80 {
+        TCP_CHECK { }
+    }
+    real_server 10.0.0.2 80 {
+        TCP_CHECK { }
+    }
+}
+`)
+		l, err := NewLVS(cfg, newFakeKernel(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ran []string
+		l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- l.Run(ctx) }()
+		<-l.synced
+		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
+		synctest.Wait()
+		l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 1})
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"/bin/up arg", "/bin/down", "/bin/up arg", "/bin/down"}
+		if !reflect.DeepEqual(ran, want) {
+			t.Errorf("scripts %q, want %q (start, lost, won, omega at stop)", ran, want)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/directord/directord/internal/ipvstest"
 	"github.com/directord/directord/internal/nstest"
+	"github.com/directord/directord/ipvs"
 )
 
 // binary is the directord that make integration builds before the guest
@@ -220,6 +222,39 @@ func TestRestartKeepsLiveConnections(t *testing.T) {
 	t.Run("lvs_flush", func(t *testing.T) { restart(t, "lvs_flush", false) })
 }
 
+// checkStats compares the 64-bit counters our client reads with what
+// ipvsadm prints.
+func checkStats(t *testing.T, ns *nstest.NS) {
+	t.Helper()
+	c, err := ipvs.Dial(&ipvs.Options{NetNS: int(ns.NS)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k := ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort(vip+":80"))
+	s, err := c.Service(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := c.Destinations(k)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("destinations %+v, %v", ds, err)
+	}
+	var line []string
+	for _, l := range strings.Split(ipvsadm(t, ns, "-Ln", "--stats", "--exact", "-t", vip+":80"), "\n") {
+		if f := strings.Fields(l); len(f) == 7 && f[0] == "TCP" {
+			line = f
+		}
+	}
+	got := fmt.Sprintf("%d %d %d %d %d", s.Stats.Connections, s.Stats.PacketsIn, s.Stats.PacketsOut, s.Stats.BytesIn, s.Stats.BytesOut)
+	if want := strings.Join(line[2:], " "); got != want || s.Stats.Connections != 1 || s.Stats.PacketsIn == 0 {
+		t.Errorf("service counters %q, ipvsadm says %q", got, want)
+	}
+	if d := ds[0]; d.Stats.Connections != 1 || d.Stats.PacketsIn != s.Stats.PacketsIn || d.ActiveConns+d.InactiveConns != 1 {
+		t.Errorf("destination counters %+v, active %d inactive %d", d.Stats, d.ActiveConns, d.InactiveConns)
+	}
+}
+
 // scheduled is the service's count of connections scheduled, which
 // starts again from 0 when the service is re-created.
 func scheduled(t *testing.T, ns *nstest.NS) string {
@@ -252,6 +287,7 @@ func restart(t *testing.T, global string, adopted bool) {
 	before := ipvsadm(t, dir, "-Sn")
 	// The kernel folds its per-CPU counters into what it reports every 2 s.
 	nstest.WaitFor(t, 5*time.Second, "1 connection scheduled", func() bool { return scheduled(t, dir) == "1" })
+	checkStats(t, dir)
 
 	d.Signal(syscall.SIGTERM)
 	if !d.Wait(10 * time.Second) {
