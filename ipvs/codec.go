@@ -447,17 +447,9 @@ func decodeService(ad *netlink.AttributeDecoder) (Service, error) {
 		case svcNetmask:
 			mask = ad.Bytes()
 		case svcStats64:
-			ad.Nested(func(nad *netlink.AttributeDecoder) error {
-				s.Stats = decodeStats(nad, true)
-				return nil
-			})
+			readStats(ad, true, &s.Stats)
 		case svcStats:
-			if s.Stats == (Stats{}) {
-				ad.Nested(func(nad *netlink.AttributeDecoder) error {
-					s.Stats = decodeStats(nad, false)
-					return nil
-				})
-			}
+			readStats(ad, false, &s.Stats)
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -518,17 +510,9 @@ func decodeDest(ad *netlink.AttributeDecoder, f Family) (Destination, error) {
 		case destTunFlags:
 			d.TunnelFlags = ad.Uint16()
 		case destStats64:
-			ad.Nested(func(nad *netlink.AttributeDecoder) error {
-				d.Stats = decodeStats(nad, true)
-				return nil
-			})
+			readStats(ad, true, &d.Stats)
 		case destStats:
-			if d.Stats == (Stats{}) {
-				ad.Nested(func(nad *netlink.AttributeDecoder) error {
-					d.Stats = decodeStats(nad, false)
-					return nil
-				})
-			}
+			readStats(ad, false, &d.Stats)
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -537,6 +521,18 @@ func decodeDest(ad *netlink.AttributeDecoder, f Family) (Destination, error) {
 	a, err := addrOf(f, addr)
 	d.Addr = a
 	return d, err
+}
+
+// readStats reads a nested statistics attribute into st: the 64-bit one
+// (wide), or the old one if no 64-bit one came first.
+func readStats(ad *netlink.AttributeDecoder, wide bool, st *Stats) {
+	if !wide && *st != (Stats{}) {
+		return
+	}
+	ad.Nested(func(nad *netlink.AttributeDecoder) error {
+		*st = decodeStats(nad, wide)
+		return nil
+	})
 }
 
 func decodeStats(ad *netlink.AttributeDecoder, wide bool) Stats {

@@ -30,6 +30,23 @@ func benchNS(b *testing.B) (*nstest.Scope, *nstest.NS, *Client) {
 	return s, ns, c
 }
 
+// loadedTable is a namespace whose table holds 1,000 services of 10
+// destinations, with the reconciler that put them there.
+func loadedTable(b *testing.B) (Table, *nstest.NS, *Reconciler) {
+	b.Helper()
+	ipvstest.Require(b)
+	ipvstest.RequireRoot(b)
+	ipvstest.RequireCommand(b, "ipvsadm")
+	want := bigTable(1000, 10)
+	s, ns, c := benchNS(b)
+	b.Cleanup(s.Close)
+	r := NewReconciler(c, nil)
+	if _, err := r.Sync(want); err != nil {
+		b.Fatal(err)
+	}
+	return want, ns, r
+}
+
 // restoreRules is the table as ipvsadm -R reads it.
 func restoreRules(t Table) string {
 	var sb strings.Builder
@@ -91,16 +108,7 @@ func BenchmarkKernelFullApply(b *testing.B) {
 // through Sync (a diff of the whole table). The reference is ipvsadm -e
 // making the same change (most of it is starting a program).
 func BenchmarkKernelOneChange(b *testing.B) {
-	ipvstest.Require(b)
-	ipvstest.RequireRoot(b)
-	ipvstest.RequireCommand(b, "ipvsadm")
-	want := bigTable(1000, 10)
-	s, ns, c := benchNS(b)
-	defer s.Close()
-	r := NewReconciler(c, nil)
-	if _, err := r.Sync(want); err != nil {
-		b.Fatal(err)
-	}
+	want, ns, r := loadedTable(b)
 	key := want.Keys()[500]
 	d := want[key].SortedDests()[3]
 	i := 0             // across both modes: each change flips the weight
@@ -148,16 +156,7 @@ func BenchmarkKernelOneChange(b *testing.B) {
 // of 1,000 services of 10 destinations (nothing to change), beside
 // ipvsadm -Sn printing it.
 func BenchmarkKernelRead(b *testing.B) {
-	ipvstest.Require(b)
-	ipvstest.RequireRoot(b)
-	ipvstest.RequireCommand(b, "ipvsadm")
-	want := bigTable(1000, 10)
-	s, ns, c := benchNS(b)
-	defer s.Close()
-	r := NewReconciler(c, nil)
-	if _, err := r.Sync(want); err != nil {
-		b.Fatal(err)
-	}
+	want, ns, r := loadedTable(b)
 	var theirs time.Duration
 	for b.Loop() {
 		r.Invalidate()

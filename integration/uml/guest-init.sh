@@ -80,11 +80,25 @@ mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm
 # The scratch folder may sit under /tmp or /run, which the tmpfs mounts
 # below hide: hold it on a mount point in the guest's /dev meanwhile.
 mount --bind "$host_dir_on_host" /dev/.uml-host || fail "cannot bind-mount the scratch folder $host_dir_on_host"
+# So may the repository (a CI checkout in /tmp): it is held the same way
+# and put back at its own path on the new tmpfs.
+repo=
+[ -f "$host_dir_on_host/repo" ] && repo=$(<"$host_dir_on_host/repo")
+case $repo in
+/tmp/* | /run/* | /var/tmp/*)
+	mkdir -p /dev/.uml-repo &&
+		mount --bind "$repo" /dev/.uml-repo || fail "cannot bind-mount the repository $repo"
+	;;
+*) repo= ;;
+esac
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run || fail "cannot mount tmpfs on /run"
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp || fail "cannot mount tmpfs on /tmp"
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /var/tmp || fail "cannot mount tmpfs on /var/tmp"
 mkdir -p /run/uml/host /run/lock /tmp/home
 mount --move /dev/.uml-host /run/uml/host || fail "cannot move the scratch folder's mount"
+if [ -n "$repo" ]; then
+	mkdir -p "$repo" && mount --move /dev/.uml-repo "$repo" || fail "cannot put the repository back at $repo"
+fi
 H=/run/uml/host
 
 echo directord-uml >/proc/sys/kernel/hostname

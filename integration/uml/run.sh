@@ -119,6 +119,7 @@ trap 'echo "run.sh: terminated" >&2; exit 143' TERM HUP
 
 printf '%s\0' "$@" >"$scratch/argv"
 printf '%s' "$cwd" >"$scratch/cwd"
+printf '%s' "$repo" >"$scratch/repo"
 echo "$limit" >"$scratch/timeout"
 
 # Go in the guest (a TestMain that runs go build): the host's build and
