@@ -474,7 +474,27 @@ var checkerTiming = mergeKeys(timingKeys(func(c *Checker) *timing { return &c.ti
 			}
 		},
 		"log_all_failures": func(d *decoder, n *Node, c *Checker) { c.LogAllFailures, _ = d.flag(n) },
+		// directord extensions.
+		"rise": func(d *decoder, n *Node, c *Checker) {
+			if v, ok := d.integer(n, 1, 1000); ok {
+				c.Rise = int(v)
+			}
+		},
+		"fall": func(d *decoder, n *Node, c *Checker) {
+			if v, ok := d.integer(n, 1, 1000); ok {
+				c.Fall = int(v)
+			}
+		},
 	})
+
+// Extensions are the checker keywords directord reads that keepalived
+// does not: a configuration using them is no longer keepalived's.
+var Extensions = map[string]string{
+	"rise":               "consecutive successes that bring a checker up",
+	"fall":               "consecutive failures that bring a checker down (instead of retry+1)",
+	"sni_name":           "the server name sent with enable_sni",
+	"verify_certificate": "verify the real server's certificate (SSL_GET)",
+}
 
 var checkerConnection = map[string]func(*decoder, *Node, *Checker){
 	"connect_ip": func(d *decoder, n *Node, c *Checker) { c.ConnectIP, _ = d.addr(n) },
@@ -524,7 +544,11 @@ var httpCheckBlock = &block[Checker]{
 				}
 			}
 		},
-		"enable_sni":    func(d *decoder, n *Node, c *Checker) { c.HTTP.EnableSNI, _ = d.flag(n) },
+		"enable_sni": func(d *decoder, n *Node, c *Checker) { c.HTTP.EnableSNI, _ = d.flag(n) },
+		"sni_name":   func(d *decoder, n *Node, c *Checker) { c.HTTP.SNIName, _ = d.str(n) },
+		"verify_certificate": func(d *decoder, n *Node, c *Checker) {
+			c.HTTP.VerifyCertificate, _ = d.flag(n)
+		},
 		"fast_recovery": func(d *decoder, n *Node, c *Checker) { c.HTTP.FastRecovery, _ = d.flag(n) },
 		"url": func(d *decoder, n *Node, c *Checker) {
 			if !d.needBlock(n) {

@@ -30,7 +30,8 @@ it recognises but does not implement. Those are reported once each, as
 "not supported by directord", and ignored with everything inside their
 block; any other unknown keyword is an error with a did-you-mean. See
 configuration.md for the language and for where directord differs from
-keepalived.
+keepalived. Keywords marked † are directord extensions, which keepalived
+does not read.
 `)
 	for _, nb := range allBlocks() {
 		sup := nb.(interface{ supportedNames() []string }).supportedNames()
@@ -41,6 +42,10 @@ keepalived.
 				b.WriteString(", ")
 			}
 			b.WriteString("`" + k + "`")
+			// vrrp_script's rise and fall are keepalived's own.
+			if _, ok := Extensions[k]; ok && nb.blockName() != "vrrp_script" {
+				b.WriteString("†")
+			}
 		}
 		b.WriteString(".\n")
 		un := nb.(unsupportedLister).unsupportedNames()

@@ -401,6 +401,11 @@ type Checker struct {
 	Retry            int           `json:"retry"`
 	Alpha            bool          `json:"alpha"`
 	LogAllFailures   bool          `json:"log_all_failures,omitempty"`
+	// Rise and Fall (directord extensions) are the consecutive successes
+	// and failures that change the checker's state; 0 keeps keepalived's
+	// one success and retry+1 failures.
+	Rise int `json:"rise,omitempty"`
+	Fall int `json:"fall,omitempty"`
 
 	HTTP *HTTPCheck `json:"http,omitempty"`
 	Misc *MiscCheck `json:"misc,omitempty"`
@@ -417,6 +422,13 @@ type HTTPCheck struct {
 	HTTPProtocol string `json:"http_protocol"` // 1.0, 1.0C or 1.1
 	EnableSNI    bool   `json:"enable_sni,omitempty"`
 	FastRecovery bool   `json:"fast_recovery,omitempty"`
+	// SNIName (a directord extension) is the server name sent with
+	// enable_sni, instead of the virtual host.
+	SNIName string `json:"sni_name,omitempty"`
+	// VerifyCertificate (a directord extension) checks the real server's
+	// certificate against the global SSL block's ca (else the system's
+	// roots) and the server name; keepalived never verifies.
+	VerifyCertificate bool `json:"verify_certificate,omitempty"`
 }
 
 // URL is one url block of an HTTP check.
