@@ -1,0 +1,66 @@
+package healthcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/script"
+)
+
+// Misc is MISC_CHECK: a script that exits 0 when the real server works.
+// With misc_dynamic, 1 is a failure and 2 to 255 a success that sets the
+// weight to the code less 2, as keepalived does.
+type Misc struct {
+	Script  *config.Script
+	Timeout time.Duration
+	Dynamic bool
+	Runner  script.Runner
+}
+
+// NewMisc makes the prober of a MISC_CHECK; with enable_script_security a
+// script that someone other than root could change is refused.
+func NewMisc(c *config.Checker, g *config.Global) (*Misc, error) {
+	m := c.Misc
+	if m == nil || m.Script == nil || len(m.Script.Args) == 0 {
+		return nil, errors.New("MISC_CHECK without misc_path")
+	}
+	if g.EnableScriptSecurity {
+		if err := script.Secure(m.Script.Args[0]); err != nil {
+			return nil, err
+		}
+	}
+	t := m.Timeout
+	if t <= 0 {
+		t = c.DelayLoop
+	}
+	return &Misc{Script: m.Script, Timeout: t, Dynamic: m.Dynamic,
+		Runner: script.Runner{User: g.ScriptUser, Group: g.ScriptGroup}}, nil
+}
+
+// Probe runs the script.
+func (p *Misc) Probe(ctx context.Context) Result {
+	start := time.Now()
+	r := p.Runner.Run(ctx, p.Script, p.Timeout)
+	res := Result{Latency: time.Since(start), Weight: -1}
+	switch {
+	case r.TimedOut:
+		res.Outcome, res.Reason = Down, fmt.Sprintf("timed out after %s", p.Timeout)
+	case r.Err != nil:
+		// A fork that failed for want of memory or processes is ours.
+		res.Outcome, res.Reason = Down, r.Err.Error()
+		if errors.Is(r.Err, syscall.EAGAIN) || errors.Is(r.Err, syscall.ENOMEM) || LocalFault(r.Err) {
+			res.Outcome = Unknown
+		}
+	case r.ExitCode == 0:
+		res.Outcome, res.Reason = Up, "exit 0"
+	case p.Dynamic && r.ExitCode >= 2:
+		res.Outcome, res.Reason, res.Weight = Up, fmt.Sprintf("exit %d: weight %d", r.ExitCode, r.ExitCode-2), r.ExitCode-2
+	default:
+		res.Outcome, res.Reason = Down, fmt.Sprintf("exit %d", r.ExitCode)
+	}
+	return res
+}

@@ -1,0 +1,282 @@
+package healthcheck
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/directord/directord/config"
+)
+
+// Prober runs one probe of a real server.
+type Prober interface {
+	Probe(ctx context.Context) Result
+}
+
+// Target is where a checker connects, and from where.
+type Target struct {
+	Addr    netip.AddrPort // connect_ip/connect_port, else the real server's
+	Bind    netip.AddrPort // bindto/bind_port; zero: the kernel's choice
+	Timeout time.Duration  // connect_timeout: the whole probe's limit
+}
+
+// TargetOf resolves a checker's target against its real server.
+func TargetOf(c *config.Checker, rs *config.RealServer) Target {
+	t := Target{Addr: rs.Addr, Timeout: c.ConnectTimeout}
+	if c.ConnectIP.IsValid() {
+		t.Addr = netip.AddrPortFrom(c.ConnectIP, t.Addr.Port())
+	}
+	if c.ConnectPort != 0 {
+		t.Addr = netip.AddrPortFrom(t.Addr.Addr(), c.ConnectPort)
+	}
+	if c.BindTo.IsValid() || c.BindPort != 0 {
+		t.Bind = netip.AddrPortFrom(c.BindTo, c.BindPort)
+	}
+	if t.Timeout <= 0 {
+		t.Timeout = 5 * time.Second
+	}
+	return t
+}
+
+func (t Target) dialer() *net.Dialer {
+	d := &net.Dialer{Timeout: t.Timeout}
+	if t.Bind.IsValid() || t.Bind.Port() != 0 {
+		d.LocalAddr = net.TCPAddrFromAddrPort(t.Bind)
+	}
+	return d
+}
+
+// LocalFault tells whether err is the director's own fault rather than
+// the real server's: no descriptor, no memory or buffer, no route, no
+// such local address, the network down. Such a probe proves nothing.
+func LocalFault(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
+		syscall.ENETUNREACH, syscall.ENETDOWN, syscall.EADDRNOTAVAIL, syscall.EADDRINUSE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// failure is the Result of a failed probe: Unknown for a local fault,
+// else Down.
+func failure(start time.Time, what string, err error) Result {
+	o := Down
+	if LocalFault(err) {
+		o = Unknown
+	}
+	return Result{Outcome: o, Reason: what + ": " + short(err), Latency: time.Since(start), Weight: -1}
+}
+
+// short is an error without the addresses Go repeats in it.
+func short(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		var se *os.SyscallError
+		if errors.As(oe.Err, &se) {
+			return se.Err.Error()
+		}
+		return oe.Err.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return "timed out"
+	}
+	return err.Error()
+}
+
+// TCP is TCP_CHECK: the connection is accepted.
+type TCP struct{ Target Target }
+
+// Probe connects and closes.
+func (p *TCP) Probe(ctx context.Context) Result {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, p.Target.Timeout)
+	defer cancel()
+	c, err := p.Target.dialer().DialContext(ctx, "tcp", p.Target.Addr.String())
+	if err != nil {
+		return failure(start, "connect", err)
+	}
+	c.Close()
+	return Result{Outcome: Up, Reason: "connected", Latency: time.Since(start), Weight: -1}
+}
+
+// maxBody bounds what an HTTP check reads of a body, for its digest.
+const maxBody = 16 << 20
+
+// HTTP is HTTP_GET and SSL_GET: every URL answers with an accepted status
+// and, where one is given, the body's MD5 digest. Each probe opens new
+// connections, as keepalived does, so that the check proves the server
+// accepts them; TLS sessions are resumed, which keeps the handshakes cheap.
+type HTTP struct {
+	Target Target
+	TLS    *tls.Config // nil for HTTP_GET
+	URLs   []*config.URL
+	Host   string // the Host header unless a URL has its own virtualhost
+	client *http.Client
+}
+
+// NewHTTP makes the prober of an HTTP_GET or SSL_GET checker; ca is the
+// global SSL block's CA file, for verify_certificate.
+func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error) {
+	t := TargetOf(c, rs)
+	h := c.HTTP
+	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost}
+	if p.Host == "" {
+		p.Host = rs.VirtualHost
+	}
+	if c.Type == "SSL_GET" {
+		cfg := &tls.Config{
+			InsecureSkipVerify: !h.VerifyCertificate, // keepalived never verifies
+			ClientSessionCache: tls.NewLRUClientSessionCache(4),
+			MinVersion:         tls.VersionTLS12,
+		}
+		name := h.SNIName
+		if name == "" {
+			name = p.Host
+		}
+		if h.EnableSNI || h.VerifyCertificate {
+			cfg.ServerName = name
+		}
+		if h.VerifyCertificate {
+			if name == "" {
+				return nil, errors.New("verify_certificate needs a server name: sni_name or virtualhost")
+			}
+			if ca != "" {
+				pem, err := os.ReadFile(ca)
+				if err != nil {
+					return nil, fmt.Errorf("SSL ca: %w", err)
+				}
+				pool := x509.NewCertPool()
+				if !pool.AppendCertsFromPEM(pem) {
+					return nil, fmt.Errorf("SSL ca %s: no certificate", ca)
+				}
+				cfg.RootCAs = pool
+			}
+		}
+		p.TLS = cfg
+	}
+	tr := &http.Transport{
+		DisableKeepAlives:  true,
+		DisableCompression: true, // the digest is of the body as sent
+		Proxy:              nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return t.dialer().DialContext(ctx, "tcp", t.Addr.String())
+		},
+	}
+	if p.TLS != nil {
+		tr.DialTLSContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			raw, err := t.dialer().DialContext(ctx, "tcp", t.Addr.String())
+			if err != nil {
+				return nil, err
+			}
+			// Our own handshake: without enable_sni no server name is sent,
+			// as keepalived, whatever the URL's host.
+			c := tls.Client(raw, p.TLS)
+			if err := c.HandshakeContext(ctx); err != nil {
+				raw.Close()
+				return nil, &tlsError{err}
+			}
+			return c, nil
+		}
+	}
+	p.client = &http.Client{
+		Transport: tr,
+		// A redirect is an answer to judge by its status, not to follow.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return p, nil
+}
+
+// tlsError marks a handshake failure, to say so in the reason.
+type tlsError struct{ err error }
+
+func (e *tlsError) Error() string { return e.err.Error() }
+func (e *tlsError) Unwrap() error { return e.err }
+
+// Probe fetches every URL in turn; the first that fails decides.
+func (p *HTTP) Probe(ctx context.Context) Result {
+	start := time.Now()
+	for _, u := range p.URLs {
+		if r, ok := p.get(ctx, u, start); !ok {
+			return r
+		}
+	}
+	return Result{Outcome: Up, Reason: "all URLs answered", Latency: time.Since(start), Weight: -1}
+}
+
+func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result, bool) {
+	ctx, cancel := context.WithTimeout(ctx, p.Target.Timeout)
+	defer cancel()
+	scheme := "http"
+	if p.TLS != nil {
+		scheme = "https"
+	}
+	host := u.VirtualHost
+	if host == "" {
+		host = p.Host
+	}
+	if host == "" {
+		host = p.Target.Addr.String()
+	}
+	path := u.Path
+	if i := strings.Index(path, "://"); i >= 0 { // a full URL: its path
+		if j := strings.Index(path[i+3:], "/"); j >= 0 {
+			path = path[i+3+j:]
+		} else {
+			path = "/"
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+p.Target.Addr.String()+path, nil)
+	if err != nil {
+		return Result{Outcome: Down, Reason: "url " + u.Path + ": " + err.Error(), Weight: -1}, false
+	}
+	req.Host = host
+	req.Header.Set("User-Agent", "directord-healthcheck")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		what := "GET " + path
+		var te *tlsError
+		if errors.As(err, &te) {
+			what = "TLS handshake"
+		}
+		return failure(start, what, err), false
+	}
+	defer resp.Body.Close()
+	ok := false
+	for _, r := range u.StatusCodes {
+		if r.Contains(resp.StatusCode) {
+			ok = true
+		}
+	}
+	if !ok {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+		return Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: status %d", path, resp.StatusCode),
+			Latency: time.Since(start), Weight: -1}, false
+	}
+	if u.Digest == "" {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+		return Result{}, true
+	}
+	h := md5.New()
+	if _, err := io.Copy(h, io.LimitReader(resp.Body, maxBody)); err != nil {
+		return failure(start, "GET "+path+": body", err), false
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, u.Digest) {
+		return Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: digest %s, want %s", path, got, strings.ToLower(u.Digest)),
+			Latency: time.Since(start), Weight: -1}, false
+	}
+	return Result{}, true
+}

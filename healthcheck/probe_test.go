@@ -1,0 +1,273 @@
+package healthcheck
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/directord/directord/config"
+)
+
+// server is a local HTTP(S) server that records what it was sent.
+type server struct {
+	*httptest.Server
+	mu    sync.Mutex
+	hosts []string
+	snis  []string
+}
+
+const body = "this cache works\n"
+
+func newServer(t *testing.T, tlsOn bool) *server {
+	t.Helper()
+	s := &server{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hosts = append(s.hosts, r.Host)
+		s.mu.Unlock()
+		switch r.URL.Path {
+		case "/ok":
+			fmt.Fprint(w, body)
+		case "/fail":
+			http.Error(w, "disk hung", http.StatusInternalServerError)
+		case "/missing":
+			http.NotFound(w, r)
+		case "/slow":
+			<-r.Context().Done()
+		}
+	})
+	s.Server = httptest.NewUnstartedServer(h)
+	if tlsOn {
+		s.TLS = &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			s.mu.Lock()
+			s.snis = append(s.snis, hello.ServerName)
+			s.mu.Unlock()
+			return nil, nil
+		}}
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *server) addrPort() netip.AddrPort {
+	return netip.MustParseAddrPort(s.Listener.Addr().String())
+}
+
+func httpChecker(typ string, s *server, urls ...*config.URL) (*config.Checker, *config.RealServer) {
+	c := &config.Checker{Type: typ, ConnectTimeout: 500 * time.Millisecond, HTTP: &config.HTTPCheck{URLs: urls}}
+	return c, &config.RealServer{Addr: s.addrPort()}
+}
+
+func url(path string, codes ...config.StatusRange) *config.URL {
+	if codes == nil {
+		codes = []config.StatusRange{{Min: 200, Max: 299}}
+	}
+	return &config.URL{Path: path, StatusCodes: codes}
+}
+
+func probe(t *testing.T, p Prober) Result {
+	t.Helper()
+	return p.Probe(context.Background())
+}
+
+func TestHTTPProbe(t *testing.T) {
+	sum := md5.Sum([]byte(body))
+	digest := hex.EncodeToString(sum[:])
+	withDigest := func(d string) *config.URL { u := url("/ok"); u.Digest = d; return u }
+	tests := []struct {
+		name    string
+		urls    []*config.URL
+		outcome Outcome
+		reason  string
+	}{
+		{"200", []*config.URL{url("/ok")}, Up, "all URLs answered"},
+		{"500", []*config.URL{url("/fail")}, Down, "GET /fail: status 500"},
+		{"every URL must answer", []*config.URL{url("/ok"), url("/fail")}, Down, "GET /fail: status 500"},
+		{"status_code range takes 404", []*config.URL{url("/missing", config.StatusRange{Min: 400, Max: 404})}, Up, ""},
+		{"status_code range refuses 200", []*config.URL{url("/ok", config.StatusRange{Min: 300, Max: 399})}, Down, "GET /ok: status 200"},
+		{"digest", []*config.URL{withDigest(strings.ToUpper(digest))}, Up, ""},
+		{"wrong digest", []*config.URL{withDigest("00000000000000000000000000000000")}, Down, "GET /ok: digest " + digest + ", want 00000000000000000000000000000000"},
+		{"timeout", []*config.URL{url("/slow")}, Down, "GET /slow: timed out"},
+	}
+	for _, typ := range []string{"HTTP_GET", "SSL_GET"} {
+		s := newServer(t, typ == "SSL_GET")
+		for _, tt := range tests {
+			t.Run(typ+"/"+tt.name, func(t *testing.T) {
+				c, rs := httpChecker(typ, s, tt.urls...)
+				p, err := NewHTTP(c, rs, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := probe(t, p)
+				if r.Outcome != tt.outcome || !strings.Contains(r.Reason, tt.reason) {
+					t.Errorf("%s %q, want %s %q", r.Outcome, r.Reason, tt.outcome, tt.reason)
+				}
+				if r.Latency <= 0 {
+					t.Errorf("latency %s", r.Latency)
+				}
+			})
+		}
+	}
+}
+
+func TestHTTPProbeHostAndSNI(t *testing.T) {
+	s := newServer(t, true)
+	c, rs := httpChecker("SSL_GET", s, url("/ok"))
+	c.HTTP.VirtualHost = "cache.example.com"
+	p, _ := NewHTTP(c, rs, "")
+	if r := probe(t, p); r.Outcome != Up {
+		t.Fatal(r)
+	}
+	// Without enable_sni, no server name, as keepalived.
+	c.HTTP.EnableSNI = true
+	p, _ = NewHTTP(c, rs, "")
+	probe(t, p)
+	c.HTTP.SNIName = "origin.example.com"
+	p, _ = NewHTTP(c, rs, "")
+	probe(t, p)
+	u := url("/ok")
+	u.VirtualHost = "per-url.example.com"
+	c.HTTP.URLs = []*config.URL{u}
+	p, _ = NewHTTP(c, rs, "")
+	probe(t, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want := []string{"cache.example.com", "cache.example.com", "cache.example.com", "per-url.example.com"}; strings.Join(s.hosts, " ") != strings.Join(want, " ") {
+		t.Errorf("Host headers %q, want %q", s.hosts, want)
+	}
+	// Every probe is a new connection: one handshake each.
+	if want := []string{"", "cache.example.com", "origin.example.com", "origin.example.com"}; strings.Join(s.snis, ",") != strings.Join(want, ",") {
+		t.Errorf("SNI %q, want %q", s.snis, want)
+	}
+}
+
+func TestSSLProbeFailures(t *testing.T) {
+	plain := newServer(t, false)
+	c, rs := httpChecker("SSL_GET", plain, url("/ok"))
+	p, _ := NewHTTP(c, rs, "")
+	if r := probe(t, p); r.Outcome != Down || !strings.HasPrefix(r.Reason, "TLS handshake: ") {
+		t.Errorf("SSL_GET to a plain HTTP server: %s %q", r.Outcome, r.Reason)
+	}
+
+	// verify_certificate: against the test server's own certificate as
+	// the CA, and the name it is valid for.
+	s := newServer(t, true)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}), 0o644)
+	c, rs = httpChecker("SSL_GET", s, url("/ok"))
+	c.HTTP.VerifyCertificate = true
+	c.HTTP.SNIName = "example.com"
+	p, err := NewHTTP(c, rs, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := probe(t, p); r.Outcome != Up {
+		t.Errorf("verified: %s %q", r.Outcome, r.Reason)
+	}
+	c.HTTP.SNIName = "other.example.net"
+	p, _ = NewHTTP(c, rs, ca)
+	if r := probe(t, p); r.Outcome != Down || !strings.Contains(r.Reason, "certificate") {
+		t.Errorf("wrong name: %s %q", r.Outcome, r.Reason)
+	}
+	c.HTTP.SNIName = "example.com"
+	p, _ = NewHTTP(c, rs, "") // the system's roots do not know it
+	if r := probe(t, p); r.Outcome != Down || !strings.Contains(r.Reason, "certificate") {
+		t.Errorf("unknown CA: %s %q", r.Outcome, r.Reason)
+	}
+}
+
+// closedPort is a loopback port nobody listens on.
+func closedPort(t *testing.T) netip.AddrPort {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := netip.MustParseAddrPort(l.Addr().String())
+	l.Close()
+	return ap
+}
+
+func TestTCPProbe(t *testing.T) {
+	s := newServer(t, false)
+	p := &TCP{Target: Target{Addr: s.addrPort(), Timeout: time.Second}}
+	if r := probe(t, p); r.Outcome != Up {
+		t.Errorf("listening: %v", r)
+	}
+	p.Target.Addr = closedPort(t)
+	if r := probe(t, p); r.Outcome != Down || r.Reason != "connect: connection refused" {
+		t.Errorf("closed: %s %q", r.Outcome, r.Reason)
+	}
+}
+
+func TestLocalFaultIsUnknown(t *testing.T) {
+	s := newServer(t, false)
+	// bindto an address this host does not have: the director's fault.
+	c, rs := httpChecker("HTTP_GET", s, url("/ok"))
+	c.BindTo = netip.MustParseAddr("192.0.2.99")
+	p, _ := NewHTTP(c, rs, "")
+	if r := probe(t, p); r.Outcome != Unknown || !strings.Contains(r.Reason, "cannot assign requested address") {
+		t.Errorf("HTTP from a missing address: %s %q", r.Outcome, r.Reason)
+	}
+	tp := &TCP{Target: TargetOf(c, rs)}
+	if r := probe(t, tp); r.Outcome != Unknown {
+		t.Errorf("TCP from a missing address: %s %q", r.Outcome, r.Reason)
+	}
+}
+
+func TestMiscProbe(t *testing.T) {
+	dir := t.TempDir()
+	sh := func(code string) *config.Script {
+		f := filepath.Join(dir, fmt.Sprintf("s%d.sh", len(code)+int(time.Now().UnixNano()%1000000)))
+		os.WriteFile(f, []byte("#!/bin/sh\n"+code+"\n"), 0o755)
+		return &config.Script{Command: f, Args: []string{f}}
+	}
+	tests := []struct {
+		name    string
+		code    string
+		dynamic bool
+		outcome Outcome
+		weight  int
+		reason  string
+	}{
+		{"exit 0", "exit 0", false, Up, -1, "exit 0"},
+		{"exit 1", "exit 1", false, Down, -1, "exit 1"},
+		{"exit 7 without misc_dynamic", "exit 7", false, Down, -1, "exit 7"},
+		{"dynamic exit 1", "exit 1", true, Down, -1, "exit 1"},
+		{"dynamic exit 2: weight 0", "exit 2", true, Up, 0, "exit 2: weight 0"},
+		{"dynamic exit 12: weight 10", "exit 12", true, Up, 10, "exit 12: weight 10"},
+		{"timeout", "sleep 5", false, Down, -1, "timed out after 200ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Misc{Script: sh(tt.code), Timeout: 200 * time.Millisecond, Dynamic: tt.dynamic}
+			r := probe(t, p)
+			if r.Outcome != tt.outcome || r.Weight != tt.weight || r.Reason != tt.reason {
+				t.Errorf("%s weight %d %q, want %s %d %q", r.Outcome, r.Weight, r.Reason, tt.outcome, tt.weight, tt.reason)
+			}
+		})
+	}
+	// enable_script_security refuses a script under /tmp.
+	c := &config.Checker{Type: "MISC_CHECK", Misc: &config.MiscCheck{Script: sh("exit 0")}}
+	if _, err := NewMisc(c, &config.Global{EnableScriptSecurity: true}); err == nil && os.Geteuid() == 0 {
+		t.Error("enable_script_security took a script under /tmp")
+	}
+	if _, err := NewMisc(c, &config.Global{}); err != nil {
+		t.Error(err)
+	}
+}

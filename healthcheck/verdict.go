@@ -1,0 +1,95 @@
+package healthcheck
+
+import (
+	"time"
+)
+
+// Outcome is what one probe found.
+type Outcome uint8
+
+// The outcomes. Unknown is a fault of the director itself (no route, no
+// descriptor, no memory, a bindto address it lacks): it says nothing of
+// the real server and never counts against it.
+const (
+	Up Outcome = iota + 1
+	Down
+	Unknown
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Up:
+		return "up"
+	case Down:
+		return "down"
+	case Unknown:
+		return "unknown"
+	}
+	return "none"
+}
+
+// Result is one probe's finding.
+type Result struct {
+	Outcome Outcome
+	Reason  string        // why, for a person: "status 500", "connect: connection refused"
+	Latency time.Duration // from the start of the probe to its verdict
+	// Weight is what a MISC_CHECK with misc_dynamic asks for (its exit
+	// code less 2), or -1.
+	Weight int
+}
+
+// Verdict turns a checker's probe results into its state, as keepalived
+// does: a checker that is up goes down after retry+1 consecutive failures,
+// the retries spaced by delay_before_retry instead of delay_loop; one
+// success brings it back. Rise and Fall, a directord extension, ask for
+// that many consecutive successes and failures instead (Fall replaces
+// retry+1). Unknown results change nothing and are tried again after
+// delay_before_retry.
+type Verdict struct {
+	Retry      int
+	Rise, Fall int // 0: keepalived's behaviour
+	up         bool
+	fails      int // consecutive failures
+	successes  int // consecutive successes
+}
+
+// NewVerdict starts a checker up, or down with alpha.
+func NewVerdict(retry, rise, fall int, alpha bool) *Verdict {
+	return &Verdict{Retry: retry, Rise: rise, Fall: fall, up: !alpha}
+}
+
+// Up tells whether the checker is up.
+func (v *Verdict) Up() bool { return v.up }
+
+// Next takes a probe's result and says whether the checker's state
+// changed, and whether the next probe is a retry (after
+// delay_before_retry) rather than the next cycle (after delay_loop).
+func (v *Verdict) Next(o Outcome) (changed, retry bool) {
+	switch o {
+	case Up:
+		v.fails = 0
+		v.successes++
+		if !v.up && v.successes >= max(v.Rise, 1) {
+			v.up = true
+			return true, false
+		}
+		// Rising: the next success is wanted soon.
+		return false, !v.up
+	case Down:
+		v.successes = 0
+		v.fails++
+		if !v.up {
+			return false, false
+		}
+		need := v.Retry + 1
+		if v.Fall > 0 {
+			need = v.Fall
+		}
+		if v.fails >= need {
+			v.up = false
+			return true, false
+		}
+		return false, true
+	}
+	return false, true
+}
