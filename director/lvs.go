@@ -49,10 +49,11 @@ type LVS struct {
 	notes     chan *config.Script
 	notesDone chan struct{}
 
-	mu     sync.Mutex
-	vrrp   map[string]vrrp.State // the latest state of each instance
-	kick   chan struct{}
-	synced chan struct{} // closed after the first successful sync, for tests
+	mu      sync.Mutex
+	vrrp    map[string]vrrp.State // the latest state of each instance
+	kick    chan struct{}
+	synced  chan struct{} // closed after the first successful sync, for tests
+	stopped chan struct{} // closed when Run returns
 }
 
 // update is a health verdict on real server rs of pool.
@@ -82,6 +83,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 		updates:  make(chan update, 64),
 		kick:     make(chan struct{}, 1),
 		synced:   make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	for _, p := range pools {
 		l.states = append(l.states, p.InitialStates())
@@ -118,23 +120,22 @@ func (l *LVS) Observe(ev vrrp.Event) {
 	}
 }
 
-// AllAlive marks every real server alive at its configured weight: what
-// the data plane does until health checks run.
-func (l *LVS) AllAlive() {
-	for i, p := range l.pools {
-		for j, rs := range p.VS.RealServers {
-			l.states[i][j] = RealState{Alive: true, Weight: rs.Weight}
-		}
+// Seed sets a real server's state before Run: the health checks' initial
+// verdicts (alive, or not with alpha).
+func (l *LVS) Seed(pool, rs int, st RealState) {
+	if pool < len(l.states) && rs < len(l.states[pool]) {
+		l.states[pool][rs] = st
 	}
 }
 
 // Report gives the LVS a health check's verdict on real server rs (its
 // index in the configuration) of pool; it blocks only while the LVS is
-// busy with the kernel.
+// busy with the kernel, and not at all once Run has returned.
 func (l *LVS) Report(ctx context.Context, pool, rs int, st RealState) {
 	select {
 	case l.updates <- update{pool, rs, st}:
 	case <-ctx.Done():
+	case <-l.stopped:
 	}
 }
 
@@ -168,6 +169,7 @@ func (l *LVS) update(i int, t ipvs.Table) {
 
 // Run programs the kernel and keeps it so until ctx ends.
 func (l *LVS) Run(ctx context.Context) error {
+	defer close(l.stopped)
 	g := l.cfg.Global
 	if g.LVSFlush {
 		l.log.Info("lvs_flush: flushing the kernel's IPVS table")
@@ -203,6 +205,12 @@ func (l *LVS) Run(ctx context.Context) error {
 		case u := <-l.updates:
 			if u.pool >= len(l.states) || u.rs >= len(l.states[u.pool]) || l.states[u.pool][u.rs] == u.st {
 				continue
+			}
+			if was := l.states[u.pool][u.rs].Alive; was != u.st.Alive {
+				rs := l.pools[u.pool].VS.RealServers[u.rs]
+				if s := map[bool]*config.Script{true: rs.NotifyUp, false: rs.NotifyDown}[u.st.Alive]; s != nil {
+					l.Notify(s)
+				}
 			}
 			l.states[u.pool][u.rs] = u.st
 			if first || l.want == nil {

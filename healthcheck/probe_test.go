@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,8 +23,8 @@ import (
 	"github.com/directord/directord/config"
 )
 
-// server is a local HTTP(S) server that records what it was sent.
-type server struct {
+// testServer is a local HTTP(S) server that records what it was sent.
+type testServer struct {
 	*httptest.Server
 	mu    sync.Mutex
 	hosts []string
@@ -31,9 +33,9 @@ type server struct {
 
 const body = "this cache works\n"
 
-func newServer(t *testing.T, tlsOn bool) *server {
+func newServer(t *testing.T, tlsOn bool) *testServer {
 	t.Helper()
-	s := &server{}
+	s := &testServer{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hosts = append(s.hosts, r.Host)
@@ -50,6 +52,7 @@ func newServer(t *testing.T, tlsOn bool) *server {
 		}
 	})
 	s.Server = httptest.NewUnstartedServer(h)
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are the point
 	if tlsOn {
 		s.TLS = &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			s.mu.Lock()
@@ -65,11 +68,11 @@ func newServer(t *testing.T, tlsOn bool) *server {
 	return s
 }
 
-func (s *server) addrPort() netip.AddrPort {
+func (s *testServer) addrPort() netip.AddrPort {
 	return netip.MustParseAddrPort(s.Listener.Addr().String())
 }
 
-func httpChecker(typ string, s *server, urls ...*config.URL) (*config.Checker, *config.RealServer) {
+func httpChecker(typ string, s *testServer, urls ...*config.URL) (*config.Checker, *config.RealServer) {
 	c := &config.Checker{Type: typ, ConnectTimeout: 500 * time.Millisecond, HTTP: &config.HTTPCheck{URLs: urls}}
 	return c, &config.RealServer{Addr: s.addrPort()}
 }
@@ -134,7 +137,7 @@ func TestHTTPProbeHostAndSNI(t *testing.T) {
 	if r := probe(t, p); r.Outcome != Up {
 		t.Fatal(r)
 	}
-	// Without enable_sni, no server name, as keepalived.
+	// Without enable_sni, no testServer name, as keepalived.
 	c.HTTP.EnableSNI = true
 	p, _ = NewHTTP(c, rs, "")
 	probe(t, p)
@@ -165,7 +168,7 @@ func TestSSLProbeFailures(t *testing.T) {
 		t.Errorf("SSL_GET to a plain HTTP server: %s %q", r.Outcome, r.Reason)
 	}
 
-	// verify_certificate: against the test server's own certificate as
+	// verify_certificate: against the test testServer's own certificate as
 	// the CA, and the name it is valid for.
 	s := newServer(t, true)
 	ca := filepath.Join(t.TempDir(), "ca.pem")

@@ -15,13 +15,13 @@ import (
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/director"
+	"github.com/directord/directord/healthcheck"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
 )
 
 // daemon runs the configuration until SIGTERM or SIGINT: VRRP (unless
-// -C) and the IPVS data plane (unless -P). Health checks are not run yet:
-// every real server is taken as alive.
+// -C), and the health checks with the IPVS data plane (unless -P).
 func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 	log := newLogger(o, stderr)
 	runVRRP := !o.checkOnly || o.vrrpOnly
@@ -57,10 +57,20 @@ func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 			log.Error("virtual servers", "err", err)
 			return exitFailure
 		}
-		if n := countCheckers(cfg); n > 0 {
-			log.Warn("health checks are not run by this build: every real server is taken as alive", "checkers", n)
+	}
+	var checks *healthcheck.Runner
+	if lvs != nil {
+		var err error
+		checks, err = healthcheck.New(cfg, func(e healthcheck.Event) {
+			lvs.Report(context.Background(), e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
+		}, log)
+		if err != nil {
+			log.Error("health checks", "err", err)
+			return exitFailure
 		}
-		lvs.AllAlive()
+		for _, e := range checks.Initial() {
+			lvs.Seed(e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
+		}
 	}
 	var node *vrrp.Node
 	if runVRRP && len(cfg.Instances) > 0 {
@@ -96,6 +106,10 @@ func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 	if lvs != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); lvsErr = lvs.Run(ctx) }()
+		// The checks stop with ctx too; their last verdicts may find the
+		// data plane gone, which Report allows.
+		wg.Add(1)
+		go func() { defer wg.Done(); checks.Run(ctx) }()
 	}
 	wg.Wait()
 	if err := errors.Join(vrrpErr, lvsErr); err != nil {
@@ -104,16 +118,6 @@ func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 	}
 	log.Info("directord stopped")
 	return exitOK
-}
-
-func countCheckers(cfg *config.Config) int {
-	n := 0
-	for _, vs := range cfg.VirtualServers {
-		for _, rs := range vs.RealServers {
-			n += len(rs.Checkers)
-		}
-	}
-	return n
 }
 
 func newLogger(o *options, w io.Writer) *slog.Logger {

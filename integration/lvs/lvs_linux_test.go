@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -55,6 +56,7 @@ const vip = "10.1.0.100"
 type lan struct {
 	sw             *nstest.Switch
 	client, server *nstest.NS
+	healthy        atomic.Bool // what the real server's /healthz on :8080 says
 }
 
 func newLAN(t *testing.T) *lan {
@@ -78,6 +80,24 @@ func newLAN(t *testing.T) *lan {
 		}
 	})
 	t.Cleanup(func() { ln.Close() })
+	l.healthy.Store(true)
+	var hl net.Listener
+	l.server.Do(t, func() {
+		var err error
+		hl, err = net.Listen("tcp4", ":8080")
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" || !l.healthy.Load() {
+			http.Error(w, "broken", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})}
+	go hs.Serve(hl)
+	t.Cleanup(func() { hs.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -359,5 +379,67 @@ func TestSyncDaemonCarriesConnectionsToTheBackup(t *testing.T) {
 	}
 	if out := ipvsadm(t, lb2, "-L", "--daemon"); !strings.Contains(out, "master sync daemon") {
 		t.Errorf("lb2 (now master) daemons:\n%s", out)
+	}
+}
+
+// TestHealthCheckMovesTheRealServer: an HTTP_GET check on the real
+// server's /healthz takes it out of the table when it answers 500 (or to
+// weight 0 with inhibit_on_failure), puts it back when it answers 200
+// again, and runs notify_down and notify_up.
+func TestHealthCheckMovesTheRealServer(t *testing.T) {
+	for _, inhibit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inhibit_on_failure=%v", inhibit), func(t *testing.T) {
+			bin := binary(t)
+			l := newLAN(t)
+			dir := nstest.New(t, name(t, "lb"))
+			l.sw.Plug(t, dir, "eth0", "10.1.0.1/24")
+			notes := filepath.Join(t.TempDir(), "notes")
+			extra := ""
+			if inhibit {
+				extra = "inhibit_on_failure"
+			}
+			conf := strings.Replace(directorConf(150, ""), "        weight 1\n", fmt.Sprintf(`        weight 1
+        %s
+        notify_up "/bin/sh -c 'echo up >> %s'"
+        notify_down "/bin/sh -c 'echo down >> %s'"
+        HTTP_GET {
+            url {
+                path /healthz
+            }
+            connect_port 8080
+            connect_timeout 1
+            retry 1
+            delay_before_retry 1
+            delay_loop 1
+        }
+`, extra, notes, notes), 1)
+			start(t, bin, dir, conf)
+			waitMaster(t, dir)
+			c := dial(t, l.client)
+			if err := c.roundTrip("healthy"); err != nil {
+				t.Fatal(err)
+			}
+
+			l.healthy.Store(false)
+			// Bound: delay_loop + (retry+1) x connect_timeout + retry x
+			// delay_before_retry = 1 + 2 + 1 = 4 s; 2 s of slack for
+			// starting programs in the guest.
+			gone := "-a -t " + vip + ":80 -r 10.1.0.3:80 -g -w 1"
+			nstest.WaitFor(t, 6*time.Second, "the real server out", func() bool {
+				out := ipvsadm(t, dir, "-Sn")
+				if inhibit {
+					return strings.Contains(out, "-a -t "+vip+":80 -r 10.1.0.3:80 -g -w 0")
+				}
+				return !strings.Contains(out, "-r 10.1.0.3:80")
+			})
+			l.healthy.Store(true)
+			nstest.WaitFor(t, 3*time.Second, "the real server back", func() bool {
+				return strings.Contains(ipvsadm(t, dir, "-Sn"), gone)
+			})
+			nstest.WaitFor(t, 3*time.Second, "notify_down and notify_up", func() bool {
+				b, _ := os.ReadFile(notes)
+				return string(b) == "down\nup\n"
+			})
+		})
 	}
 }

@@ -1,0 +1,264 @@
+package healthcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/directord/directord/config"
+)
+
+// Event is a real server's change of state: what the IPVS side acts on.
+type Event struct {
+	Pool, Real int // the virtual server's and the real server's index in the configuration
+	Alive      bool
+	Weight     int // the weight to give it while alive
+	Reason     string
+}
+
+// Check is one checker of one real server at run time.
+type Check struct {
+	Cfg     *config.Checker
+	Prober  Prober
+	Verdict *Verdict
+	srv     *server
+	dynamic int // misc_dynamic's contribution to the weight
+	last    Result
+	lastAt  time.Time
+}
+
+// server is a real server's checks, whose verdicts combine: it is alive
+// when every checker is up.
+type server struct {
+	mu     sync.Mutex
+	pool   *pool
+	idx    int
+	cfg    *config.RealServer
+	checks []*Check
+	alive  bool
+	weight int
+}
+
+// pool counts its servers whose last probe was a local fault, to say so
+// when all of them are.
+type pool struct {
+	mu      sync.Mutex
+	name    string
+	idx     int
+	servers int
+	unknown map[int]bool
+	warned  bool
+}
+
+// Runner runs every check of a configuration, each on its own timer,
+// at most Concurrency probes at a time.
+type Runner struct {
+	checks []*Check
+	emit   func(Event)
+	log    *slog.Logger
+	sem    chan struct{}
+	// Jitter shortens each delay_loop by up to this fraction, at random,
+	// so that checks started together drift apart and never fire late.
+	Jitter float64
+}
+
+// Concurrency bounds the probes in flight.
+const Concurrency = 256
+
+// New makes the checks of cfg; emit receives each change of a real
+// server's state, from the goroutine of the check that caused it (the
+// changes of one real server are emitted in order). A checker that
+// cannot run (a MISC_CHECK script refused by enable_script_security) is
+// an error.
+func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Runner{emit: emit, log: log, sem: make(chan struct{}, Concurrency), Jitter: 0.1}
+	ca := ""
+	if cfg.SSL != nil {
+		ca = cfg.SSL.CA
+	}
+	var errs []error
+	for pi, vs := range cfg.VirtualServers {
+		p := &pool{name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
+		for ri, rs := range vs.RealServers {
+			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight}
+			if len(rs.Checkers) > 0 {
+				p.servers++ // those that can be unknown
+			}
+			for _, c := range rs.Checkers {
+				var pr Prober
+				var err error
+				switch c.Type {
+				case "HTTP_GET", "SSL_GET":
+					pr, err = NewHTTP(c, rs, ca)
+				case "TCP_CHECK":
+					pr = &TCP{Target: TargetOf(c, rs)}
+				case "MISC_CHECK":
+					pr, err = NewMisc(c, &cfg.Global)
+				default:
+					err = fmt.Errorf("checker type %s", c.Type)
+				}
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %s: %w", c.Pos, c.Type, err))
+					continue
+				}
+				ch := &Check{Cfg: c, Prober: pr, Verdict: NewVerdict(c.Retry, c.Rise, c.Fall, c.Alpha), srv: s}
+				s.checks = append(s.checks, ch)
+				s.alive = s.alive && ch.Verdict.Up()
+				r.checks = append(r.checks, ch)
+			}
+		}
+	}
+	return r, errors.Join(errs...)
+}
+
+// Initial is every checked real server's state before any probe: alive,
+// or not with alpha.
+func (r *Runner) Initial() []Event {
+	var out []Event
+	seen := map[*server]bool{}
+	for _, c := range r.checks {
+		s := c.srv
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, Event{Pool: s.pool.idx, Real: s.idx, Alive: s.alive, Weight: s.weight, Reason: "start"})
+		}
+	}
+	return out
+}
+
+// Checks are the checks, for status and metrics.
+func (r *Runner) Checks() []*Check { return r.checks }
+
+// Last is the check's last result and when it came.
+func (c *Check) Last() (Result, time.Time) {
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	return c.last, c.lastAt
+}
+
+// Run runs the checks until ctx ends, and returns when every probe has.
+func (r *Runner) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, c := range r.checks {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.loop(ctx, c) }()
+	}
+	wg.Wait()
+}
+
+// first is the wait before a check's first probe: its warmup, at random
+// up to it, as keepalived, and a spread of up to a second (or its
+// delay_loop) so that thousands of checks do not start together.
+func (r *Runner) first(c *config.Checker) time.Duration {
+	d := time.Duration(rand.Int64N(int64(min(time.Second, max(c.DelayLoop, time.Millisecond)))))
+	if c.Warmup > 0 {
+		d += time.Duration(rand.Int64N(int64(c.Warmup)))
+	}
+	return d
+}
+
+func (r *Runner) loop(ctx context.Context, c *Check) {
+	t := time.NewTimer(r.first(c.Cfg))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		select {
+		case r.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		start := time.Now()
+		res := c.Prober.Probe(ctx)
+		<-r.sem
+		if ctx.Err() != nil {
+			return
+		}
+		// A retry comes delay_before_retry after the failed attempt, as in
+		// keepalived; the next cycle delay_loop after the start of this
+		// one, so that a probe that waited out its timeout does not push
+		// the next one back: a server that answers again is seen within
+		// one delay_loop.
+		var next time.Duration
+		if r.record(c, res) {
+			next = c.Cfg.DelayBeforeRetry
+		} else {
+			next = c.Cfg.DelayLoop
+			if r.Jitter > 0 {
+				next -= time.Duration(rand.Float64() * r.Jitter * float64(next))
+			}
+			next -= time.Since(start)
+		}
+		t.Reset(max(next, time.Millisecond))
+	}
+}
+
+// record takes a probe's result: the checker's verdict, then its real
+// server's, emitted if it changed. It reports whether the next probe is a
+// retry.
+func (r *Runner) record(c *Check, res Result) bool {
+	s := c.srv
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.last, c.lastAt = res, time.Now()
+	changed, retry := c.Verdict.Next(res.Outcome)
+	s.pool.local(s.idx, res.Outcome == Unknown, r.log)
+	if res.Outcome == Down || (res.Outcome == Unknown && c.Cfg.LogAllFailures) {
+		r.log.Debug("check failed", "real_server", s.cfg.Addr.String(), "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
+	}
+	if res.Outcome == Up && res.Weight >= 0 {
+		c.dynamic = res.Weight - s.cfg.Weight
+	}
+	if res.Outcome == Down {
+		c.dynamic = 0 // a failed checker's contribution is dropped
+	}
+	alive, weight := true, s.cfg.Weight
+	for _, o := range s.checks {
+		alive = alive && o.Verdict.Up()
+		weight += o.dynamic
+	}
+	weight = max(weight, 0)
+	if !changed && alive == s.alive && weight == s.weight {
+		return retry
+	}
+	was := s.alive
+	s.alive, s.weight = alive, weight
+	if alive != was {
+		r.log.Info("real server", "real_server", s.cfg.Addr.String(), "alive", alive, "weight", weight,
+			"check", c.Cfg.Type, "reason", res.Reason)
+	}
+	r.emit(Event{Pool: s.pool.idx, Real: s.idx, Alive: alive, Weight: weight, Reason: res.Reason})
+	return retry
+}
+
+// local notes whether server i's last probe was a local fault, and says
+// so once when every server of the pool is in that case: the pool is
+// kept as it was, since those probes prove nothing.
+func (p *pool) local(i int, unknown bool, log *slog.Logger) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if unknown {
+		p.unknown[i] = true
+	} else {
+		delete(p.unknown, i)
+	}
+	switch all := len(p.unknown) == p.servers; {
+	case all && !p.warned:
+		p.warned = true
+		log.Warn("every check of the virtual server fails with a fault of this director: its real servers are kept as they were",
+			"virtual_server", p.name)
+	case !all && p.warned && len(p.unknown) == 0:
+		p.warned = false
+		log.Info("the virtual server's checks work again", "virtual_server", p.name)
+	}
+}

@@ -1,0 +1,238 @@
+package healthcheck
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/directord/directord/config"
+)
+
+func parse(t *testing.T, text string) *config.Config {
+	t.Helper()
+	cfg, diags := config.Parse("keepalived.conf", text, nil, config.Options{})
+	for _, d := range diags {
+		if d.Severity == config.Error {
+			t.Fatalf("config: %s", d)
+		}
+	}
+	return cfg
+}
+
+// poolConf is a virtual server of n real servers, each with one TCP_CHECK
+// with the given timing lines.
+func poolConf(n int, timing string) string {
+	var sb strings.Builder
+	sb.WriteString("virtual_server 192.0.2.1 80 {\n lb_algo rr\n lb_kind DR\n protocol TCP\n")
+	for i := range n {
+		fmt.Fprintf(&sb, " real_server 10.0.%d.%d 80 {\n  TCP_CHECK {\n%s\n  }\n }\n", i/250, 1+i%250, timing)
+	}
+	sb.WriteString("}\n")
+	return sb.String()
+}
+
+// fake answers, or stops answering (its probes then take the whole
+// connect_timeout and fail), or fails with a local fault.
+type fake struct {
+	answering atomic.Bool
+	local     atomic.Bool
+	timeout   time.Duration
+	probes    atomic.Int64
+}
+
+func (f *fake) Probe(ctx context.Context) Result {
+	f.probes.Add(1)
+	switch {
+	case f.local.Load():
+		return Result{Outcome: Unknown, Reason: "connect: network is unreachable", Weight: -1}
+	case f.answering.Load():
+		time.Sleep(time.Millisecond)
+		return Result{Outcome: Up, Reason: "connected", Weight: -1}
+	}
+	time.Sleep(f.timeout)
+	return Result{Outcome: Down, Reason: "connect: timed out", Weight: -1}
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+	at     []time.Time
+}
+
+func (r *recorder) emit(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+	r.at = append(r.at, time.Now())
+}
+
+// TestTimingBounds ties the timings together: with delay_loop 6 s,
+// connect_timeout 2 s, retry 2 and delay_before_retry 1 s, a real server
+// that stops answering leaves the pool within 6 + 3x2 + 2x1 = 14 s (and
+// not before the 3 failed attempts, 8 s), and one that answers again
+// returns within one delay_loop, whatever the phase of its check.
+func TestTimingBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20
+		delayLoop, connectTimeout, retry, dbr := 6*time.Second, 2*time.Second, 2, time.Second
+		cfg := parse(t, poolConf(n, "connect_timeout 2\n delay_loop 6\n retry 2\n delay_before_retry 1"))
+		rec := &recorder{}
+		r, err := New(cfg, rec.emit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fakes := make([]*fake, n)
+		for i, c := range r.Checks() {
+			fakes[i] = &fake{timeout: connectTimeout}
+			fakes[i].answering.Store(true)
+			c.Prober = fakes[i]
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+
+		// Let the checks drift apart, then stop the servers one by one at
+		// different phases.
+		time.Sleep(time.Minute)
+		stopped := make([]time.Time, n)
+		for i := range n {
+			time.Sleep(delayLoop / n * 7 / 10)
+			fakes[i].answering.Store(false)
+			stopped[i] = time.Now()
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		upper := delayLoop + time.Duration(retry+1)*connectTimeout + time.Duration(retry)*dbr
+		lower := time.Duration(retry+1)*connectTimeout + time.Duration(retry)*dbr
+		rec.mu.Lock()
+		if len(rec.events) != n {
+			t.Fatalf("%d events, want %d: %+v", len(rec.events), n, rec.events)
+		}
+		for k, e := range rec.events {
+			took := rec.at[k].Sub(stopped[e.Real])
+			if e.Alive || took > upper || took < lower {
+				t.Errorf("real server %d: alive %v after %s, want down within [%s, %s]", e.Real, e.Alive, took, lower, upper)
+			}
+		}
+		rec.events, rec.at = nil, nil
+		rec.mu.Unlock()
+
+		back := make([]time.Time, n)
+		for i := range n {
+			time.Sleep(delayLoop / n * 3 / 10)
+			fakes[i].answering.Store(true)
+			back[i] = time.Now()
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		rec.mu.Lock()
+		if len(rec.events) != n {
+			t.Fatalf("%d events back, want %d", len(rec.events), n)
+		}
+		for k, e := range rec.events {
+			if took := rec.at[k].Sub(back[e.Real]); !e.Alive || took > delayLoop+time.Millisecond {
+				t.Errorf("real server %d: alive %v after %s, want up within %s", e.Real, e.Alive, took, delayLoop)
+			}
+		}
+		rec.mu.Unlock()
+		cancel()
+		<-done
+	})
+}
+
+// TestLocalFaultsKeepThePool: when every probe of a pool fails with a
+// fault of the director, nothing changes, however long it lasts.
+func TestLocalFaultsKeepThePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, poolConf(3, "connect_timeout 1\n delay_loop 2\n retry 1\n delay_before_retry 1"))
+		rec := &recorder{}
+		var logs strings.Builder
+		var lmu sync.Mutex
+		r, err := New(cfg, rec.emit, newTestLogger(&logs, &lmu))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Checks() {
+			f := &fake{timeout: time.Second}
+			f.local.Store(true)
+			c.Prober = f
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		time.Sleep(10 * time.Minute)
+		cancel()
+		<-done
+		if len(rec.events) != 0 {
+			t.Errorf("events %+v: a local fault must not move the pool", rec.events)
+		}
+		lmu.Lock()
+		defer lmu.Unlock()
+		if strings.Count(logs.String(), "fails with a fault of this director") != 1 {
+			t.Errorf("log:\n%s", logs.String())
+		}
+	})
+}
+
+// TestNoLeaks runs 10,000 real HTTP checks against local servers: the
+// goroutines and descriptors are as many after as before.
+func TestNoLeaks(t *testing.T) {
+	s := newServer(t, false)
+	cfg := &config.Config{VirtualServers: []*config.VirtualServer{{}}}
+	vs := cfg.VirtualServers[0]
+	for range 10 {
+		c, rs := httpChecker("HTTP_GET", s, url("/ok"))
+		c.DelayLoop, c.DelayBeforeRetry = time.Millisecond, time.Millisecond
+		rs.Checkers = []*config.Checker{c}
+		vs.RealServers = append(vs.RealServers, rs)
+	}
+	r, err := New(cfg, func(Event) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count atomic.Int64
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for _, c := range r.Checks() {
+		p := c.Prober
+		c.Prober = proberFunc(func(ctx context.Context) Result {
+			res := p.Probe(ctx)
+			if res.Outcome != Up && ctx.Err() == nil {
+				t.Errorf("probe: %v", res)
+			}
+			if count.Add(1) == 10000 {
+				cancel()
+			}
+			return res
+		})
+	}
+	fds0, g0 := fds(t), runtime.NumGoroutine()
+	r.Run(ctx)
+	s.CloseClientConnections()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && (fds(t) > fds0 || runtime.NumGoroutine() > g0) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if f, g := fds(t), runtime.NumGoroutine(); f > fds0 || g > g0 {
+		t.Errorf("after %d checks: %d descriptors (was %d), %d goroutines (was %d)", count.Load(), f, fds0, g, g0)
+	}
+}
+
+type proberFunc func(context.Context) Result
+
+func (f proberFunc) Probe(ctx context.Context) Result { return f(ctx) }
+
+func fds(t *testing.T) int {
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	return len(es)
+}
