@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ type Check struct {
 	Prober  Prober
 	Verdict *Verdict
 	srv     *server
+	target  netip.Addr
 	dynamic int // misc_dynamic's contribution to the weight
 	last    Result
 	lastAt  time.Time
@@ -64,6 +66,9 @@ type Runner struct {
 	// Jitter shortens each delay_loop by up to this fraction, at random,
 	// so that checks started together drift apart and never fire late.
 	Jitter float64
+	// Egress tells whether the director's own way to an address is
+	// broken (EgressDown): a failure then is Unknown, not Down.
+	Egress func(netip.Addr) (string, bool)
 }
 
 // Concurrency bounds the probes in flight.
@@ -78,7 +83,7 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{emit: emit, log: log, sem: make(chan struct{}, Concurrency), Jitter: 0.1}
+	r := &Runner{emit: emit, log: log, sem: make(chan struct{}, Concurrency), Jitter: 0.1, Egress: EgressDown}
 	ca := ""
 	if cfg.SSL != nil {
 		ca = cfg.SSL.CA
@@ -108,7 +113,8 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 					errs = append(errs, fmt.Errorf("%s: %s: %w", c.Pos, c.Type, err))
 					continue
 				}
-				ch := &Check{Cfg: c, Prober: pr, Verdict: NewVerdict(c.Retry, c.Rise, c.Fall, c.Alpha), srv: s}
+				ch := &Check{Cfg: c, Prober: pr, Verdict: NewVerdict(c.Retry, c.Rise, c.Fall, c.Alpha), srv: s,
+					target: TargetOf(c, rs).Addr.Addr()}
 				s.checks = append(s.checks, ch)
 				s.alive = s.alive && ch.Verdict.Up()
 				r.checks = append(r.checks, ch)
@@ -183,6 +189,11 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 		<-r.sem
 		if ctx.Err() != nil {
 			return
+		}
+		if res.Outcome == Down && c.Cfg.Type != "MISC_CHECK" && r.Egress != nil {
+			if why, down := r.Egress(c.target); down {
+				res.Outcome, res.Reason = Unknown, why+" ("+res.Reason+")"
+			}
 		}
 		// A retry comes delay_before_retry after the failed attempt, as in
 		// keepalived; the next cycle delay_loop after the start of this
