@@ -355,8 +355,15 @@ func (vs *VirtualServer) persistence() *Persistence {
 
 func validGranularity(s string) bool {
 	if strings.Contains(s, ".") {
+		// A netmask: contiguous ones, at least one (the kernel's 0 is
+		// "the whole address").
 		a, err := netip.ParseAddr(s)
-		return err == nil && a.Is4()
+		if err != nil || !a.Is4() {
+			return false
+		}
+		b := a.As4()
+		m := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		return m != 0 && (^m)&(^m+1) == 0
 	}
 	n, err := strconv.Atoi(s)
 	return err == nil && n >= 1 && n <= 128

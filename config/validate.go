@@ -153,6 +153,57 @@ func keys[T any](m map[string]T) []string {
 	return out
 }
 
+// overlappingServices reports two virtual servers that make the same IPVS
+// service, through a group's address, range or fwmark: one service cannot
+// have two sets of real servers.
+func (d *decoder) overlappingServices(groups map[string]*VirtualServerGroup) {
+	owner := map[string]*VirtualServer{}
+	claim := func(vs *VirtualServer, key string) bool {
+		if prev, ok := owner[key]; ok && prev != vs {
+			d.rep.errorf(vs.Pos, "virtual_server", "%s is also a service of the virtual_server at %s", key, prev.Pos)
+			return false
+		}
+		owner[key] = vs
+		return true
+	}
+	for _, vs := range d.cfg.VirtualServers {
+		if vs.Group == "" {
+			// Two plain virtual servers of one key: unique said so.
+			if prev, taken := owner[vsKey(vs)]; !taken || prev.Group != "" {
+				claim(vs, vsKey(vs))
+			}
+			continue
+		}
+		g, ok := groups[vs.Group]
+		if !ok {
+			continue
+		}
+		n := 0
+	entries:
+		for _, e := range g.Entries {
+			if e.FWMark != 0 {
+				f := vs.Family
+				if e.Family != "" {
+					f = e.Family
+				}
+				if !claim(vs, fmt.Sprintf("fwmark %d (%s)", e.FWMark, f)) {
+					break
+				}
+				continue
+			}
+			last := e.Last
+			if !last.IsValid() {
+				last = e.First
+			}
+			for a := e.First; a.IsValid() && a.Compare(last) <= 0; a = a.Next() {
+				if n++; n > 1<<16 || !claim(vs, fmt.Sprintf("%s %s", vs.Protocol, netip.AddrPortFrom(a, e.Port))) {
+					break entries
+				}
+			}
+		}
+	}
+}
+
 // vsKey names a virtual server as IPVS identifies it.
 func vsKey(vs *VirtualServer) string {
 	switch {
@@ -173,6 +224,7 @@ func (d *decoder) validateLVS() {
 		}
 	}
 	unique(d, "virtual_server", cfg.VirtualServers, func(vs *VirtualServer) (string, Pos) { return vsKey(vs), vs.Pos })
+	d.overlappingServices(groups)
 	for _, vs := range cfg.VirtualServers {
 		if vs.Group != "" {
 			if _, ok := groups[vs.Group]; !ok && !d.isDeclared("virtual_server_group", vs.Group) {
@@ -186,6 +238,9 @@ func (d *decoder) validateLVS() {
 				continue
 			}
 			seen[rs.Addr] = rs.Pos
+			if rs.LThreshold > 0 && (rs.UThreshold == 0 || rs.LThreshold > rs.UThreshold) {
+				d.rep.errorf(rs.Pos, "lthreshold", "%d needs a uthreshold at least as high: the kernel refuses it", rs.LThreshold)
+			}
 			if rs.Method.Kind != "TUN" && family(rs.Addr.Addr()) != vs.Family {
 				d.rep.errorf(rs.Pos, "real_server", "%s is not an %s address; only tunnelled real servers may differ in family from the virtual server", rs.Addr.Addr(), vs.Family)
 			}

@@ -48,6 +48,8 @@ type LVS struct {
 	Notify    func(s *config.Script)
 	notes     chan *config.Script
 	notesDone chan struct{}
+	notesMu   sync.Mutex
+	notesShut bool
 
 	mu      sync.Mutex
 	vrrp    map[string]vrrp.State // the latest state of each instance
@@ -91,6 +93,11 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 	runner := script.Runner{User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup}
 	l.notes, l.notesDone = make(chan *config.Script, 256), make(chan struct{})
 	l.Notify = func(s *config.Script) {
+		l.notesMu.Lock()
+		defer l.notesMu.Unlock()
+		if l.notesShut {
+			return
+		}
 		select {
 		case l.notes <- s:
 		default:
@@ -224,8 +231,12 @@ func (l *LVS) Run(ctx context.Context) error {
 			}
 			l.update(u.pool, l.want)
 			if _, err := l.rec.SyncServices(l.want, p.Keys); err != nil {
+				// The full sync of the retry takes it, with the backoff;
+				// until then verdicts only update the states.
 				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
+				l.want = nil
 				retry.Reset(backoff)
+				backoff = min(2*backoff, l.RetryMax)
 			}
 		case <-retry.C:
 			l.want = l.Want()
@@ -279,7 +290,10 @@ func (l *LVS) stop() error {
 			l.Notify(p.VS.QuorumDown)
 		}
 	}
+	l.notesMu.Lock()
+	l.notesShut = true
 	close(l.notes)
+	l.notesMu.Unlock()
 	select {
 	case <-l.notesDone:
 	case <-time.After(10 * time.Second):
@@ -291,9 +305,12 @@ func (l *LVS) stop() error {
 		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
 		errs = append(errs, l.k.Flush())
 	case "VS":
+		// The pools' keys, not Want(): stopping changes no quorum.
 		var ops []ipvs.Op
-		for _, k := range l.Want().Keys() {
-			ops = append(ops, ipvs.Op{Kind: ipvs.DelService, Service: ipvs.Service{ServiceKey: k}})
+		for _, p := range l.pools {
+			for _, k := range p.Keys {
+				ops = append(ops, ipvs.Op{Kind: ipvs.DelService, Service: ipvs.Service{ServiceKey: k}})
+			}
 		}
 		l.log.Info("lvs_flush_on_stop VS: removing directord's virtual servers", "services", len(ops))
 		errs = append(errs, l.k.Apply(ops))

@@ -288,3 +288,40 @@ virtual_server 192.0.2.1 80 {
 		}
 	})
 }
+
+// TestLVSStopsCleanlyWhileFailing: lvs_flush_on_stop VS with quorum
+// scripts, the kernel refusing every change, a verdict that moves the
+// quorum, then the stop: no script runs after the stop and nothing panics.
+func TestLVSStopsCleanlyWhileFailing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, "global_defs {\n lvs_flush_on_stop VS\n}\n"+`
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    quorum 2
+    quorum_up /bin/up
+    quorum_down /bin/down
+    real_server 10.0.0.1 80 {
+        weight 2
+        TCP_CHECK { }
+    }
+}
+`)
+		k := newFakeKernel()
+		k.broken = true
+		l, err := NewLVS(cfg, k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- l.Run(ctx) }()
+		time.Sleep(time.Second)
+		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 2})
+		synctest.Wait()
+		cancel()
+		<-done
+		l.Notify(cfg.VirtualServers[0].QuorumUp) // after the stop: ignored
+	})
+}

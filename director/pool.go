@@ -121,7 +121,12 @@ func (p *Pool) Update(states []RealState, t ipvs.Table) (changed bool) {
 			case !p.quorumUp:
 				vs.AddDest(destOf(addr, sorry.Method, 1, 0, 0))
 			case sorry.Inhibit:
-				vs.AddDest(destOf(addr, sorry.Method, 0, 0, 0))
+				// A sorry server that is also a real server keeps the
+				// real server's entry while the quorum holds.
+				d := destOf(addr, sorry.Method, 0, 0, 0)
+				if _, taken := vs.Dests[d.Key()]; !taken {
+					vs.AddDest(d)
+				}
 			}
 		}
 	}

@@ -87,6 +87,8 @@ func TestPoolRealServersFollowHealth(t *testing.T) {
 			"-A TCP 192.0.2.1:443 wrr", "-a TCP 192.0.2.1:443 10.0.0.1:443 route 3", "-a TCP 192.0.2.1:443 10.0.0.2:443 route 2"}},
 		{"quorum lost: inhibited alive ones stay at weight 0", "quorum 4\n sorry_server 10.0.0.99 443", "inhibit_on_failure", true, false, []string{
 			"-A TCP 192.0.2.1:443 wrr", "-a TCP 192.0.2.1:443 10.0.0.1:443 route 0", "-a TCP 192.0.2.1:443 10.0.0.99:443 route 1"}},
+		{"a sorry server that is a real server keeps its weight", "quorum 4\n sorry_server 10.0.0.1 443\n sorry_server_inhibit", "", true, true, []string{
+			"-A TCP 192.0.2.1:443 wrr", "-a TCP 192.0.2.1:443 10.0.0.1:443 route 3", "-a TCP 192.0.2.1:443 10.0.0.2:443 route 2"}},
 		{"sorry_server_inhibit keeps it at weight 0", "quorum 4\n sorry_server 10.0.0.99 443\n sorry_server_inhibit", "", true, true, []string{
 			"-A TCP 192.0.2.1:443 wrr", "-a TCP 192.0.2.1:443 10.0.0.1:443 route 3", "-a TCP 192.0.2.1:443 10.0.0.2:443 route 2",
 			"-a TCP 192.0.2.1:443 10.0.0.99:443 route 0"}},

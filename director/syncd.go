@@ -81,6 +81,7 @@ type SyncDaemons struct {
 	log   *slog.Logger
 	cfg   *config.SyncDaemon
 	state vrrp.State
+	ours  map[ipvs.SyncState]bool // the daemons this directord started
 }
 
 // NewSyncDaemons returns the controller; nothing changes until Apply.
@@ -88,7 +89,7 @@ func NewSyncDaemons(k SyncKernel, cfg *config.SyncDaemon, log *slog.Logger) *Syn
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &SyncDaemons{k: k, cfg: cfg, log: log, state: vrrp.Backup}
+	return &SyncDaemons{k: k, cfg: cfg, log: log, state: vrrp.Backup, ours: map[ipvs.SyncState]bool{}}
 }
 
 // Instance is the VRRP instance the daemons follow, or "".
@@ -119,7 +120,13 @@ func (s *SyncDaemons) Apply() error {
 // Stop stops the daemons, at shutdown.
 func (s *SyncDaemons) Stop() error { return s.apply(nil) }
 
+// Without lvs_sync_daemon, directord leaves the kernel's daemons alone
+// (someone may run them with ipvsadm), but for those it started itself
+// before a reload took lvs_sync_daemon away.
 func (s *SyncDaemons) apply(want []ipvs.SyncDaemon) error {
+	if s.cfg == nil && len(s.ours) == 0 {
+		return nil
+	}
 	have, err := s.k.SyncDaemons()
 	if err != nil {
 		return err
@@ -133,12 +140,13 @@ func (s *SyncDaemons) apply(want []ipvs.SyncDaemon) error {
 		if hok && wok && sameDaemon(w, h) {
 			continue
 		}
-		if hok {
+		if hok && (s.cfg != nil || s.ours[st]) {
 			s.log.Info("stopping the IPVS sync daemon", "state", st.String(), "interface", h.Interface, "syncid", h.SyncID)
 			if err := s.k.StopSyncDaemon(st); err != nil {
 				errs = append(errs, err)
 				continue
 			}
+			delete(s.ours, st)
 		}
 		if wok {
 			start = append(start, w)
@@ -146,7 +154,11 @@ func (s *SyncDaemons) apply(want []ipvs.SyncDaemon) error {
 	}
 	for _, w := range start {
 		s.log.Info("starting the IPVS sync daemon", "state", w.State.String(), "interface", w.Interface, "syncid", w.SyncID)
-		errs = append(errs, s.k.StartSyncDaemon(w))
+		if err := s.k.StartSyncDaemon(w); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.ours[w.State] = true
 	}
 	return errors.Join(errs...)
 }

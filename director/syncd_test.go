@@ -132,3 +132,32 @@ global_defs {
 		t.Errorf("got %q, want %q", k.log, want)
 	}
 }
+
+func TestSyncDaemonsLeaveOthersAlone(t *testing.T) {
+	foreign := ipvs.SyncDaemon{State: ipvs.SyncMaster, Interface: "eth9", SyncID: 9}
+	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{ipvs.SyncMaster: foreign}}
+	s := NewSyncDaemons(k, nil, nil) // no lvs_sync_daemon
+	for _, f := range []func() error{s.Apply, func() error { return s.SetState(vrrp.Master) }, s.Stop} {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(k.log) != 0 || k.running[ipvs.SyncMaster] != foreign {
+		t.Errorf("touched a daemon started by someone else: %q", k.log)
+	}
+	// A reload that takes lvs_sync_daemon away stops what directord
+	// started, and only that.
+	cfg := parse(t, "global_defs {\n lvs_sync_daemon eth1\n}\n").Global.SyncDaemon
+	k = &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
+	s = NewSyncDaemons(k, cfg, nil)
+	if err := s.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	k.log = nil
+	if err := s.Reload(nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"stop master", "stop backup"}; !reflect.DeepEqual(k.log, want) || len(k.running) != 0 {
+		t.Errorf("reload to none: %q, want %q", k.log, want)
+	}
+}

@@ -42,6 +42,11 @@ type kernelError struct {
 func (e *kernelError) Error() string { return e.text }
 func (e *kernelError) Unwrap() error { return e.errno }
 
+// Is makes the kernel's ESRCH for a missing service os.ErrNotExist too.
+func (e *kernelError) Is(target error) bool {
+	return target == os.ErrNotExist && e.errno == syscall.ESRCH
+}
+
 // explain turns a netlink error of op into a kernelError; other errors
 // (a closed socket, a timeout) stay as they are.
 func explain(op string, err error) error {
@@ -52,7 +57,11 @@ func explain(op string, err error) error {
 	}
 	text := errno.Error()
 	service := strings.Contains(op, "service")
+	if !service && !strings.Contains(op, "destination") {
+		op = "" // the words below are a service's or a destination's
+	}
 	switch {
+	case op == "":
 	case errno == syscall.ESRCH:
 		text = "no such service"
 	case errno == syscall.EEXIST && service:
@@ -89,6 +98,10 @@ type Client struct {
 	c       *netlink.Conn
 	family  uint16
 	timeout time.Duration
+	// broken is set when a call ended without its answers (a timeout, an
+	// overrun): the next call starts on a clean socket.
+	broken bool
+	redial func() (*netlink.Conn, error)
 }
 
 // Dial opens a Client.
@@ -96,21 +109,37 @@ func Dial(o *Options) (*Client, error) {
 	if o == nil {
 		o = &Options{}
 	}
-	c, err := netlink.Dial(genetlink.Protocol, &netlink.Config{NetNS: o.NetNS})
+	dial := func() (*netlink.Conn, error) {
+		c, err := netlink.Dial(genetlink.Protocol, &netlink.Config{NetNS: o.NetNS})
+		if err != nil {
+			return nil, err
+		}
+		// Acknowledgements without a copy of the request, and the
+		// kernel's own words in errors. Neither is essential: older
+		// kernels ignore them.
+		_ = c.SetOption(netlink.CapAcknowledge, true)
+		_ = c.SetOption(netlink.ExtendedAcknowledge, true)
+		// Room for a batch's acknowledgements (see Apply); root may go
+		// beyond rmem_max.
+		if rc, err := c.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) {
+				if syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, 4<<20) != nil {
+					_ = c.SetReadBuffer(4 << 20)
+				}
+			})
+		}
+		return c, nil
+	}
+	c, err := dial()
 	if err != nil {
 		return nil, &Error{Op: "open generic netlink socket", Err: err}
 	}
-	// Acknowledgements without a copy of the request, and the kernel's
-	// own words in errors. Neither is essential: older kernels ignore them.
-	_ = c.SetOption(netlink.CapAcknowledge, true)
-	_ = c.SetOption(netlink.ExtendedAcknowledge, true)
-	// Room for a batch's acknowledgements (see Apply).
-	_ = c.SetReadBuffer(4 << 20)
 	cl, err := newClient(c, o.Timeout)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
+	cl.redial = dial
 	return cl, nil
 }
 
@@ -140,27 +169,87 @@ func (c *Client) request(m genetlink.Message, flags netlink.HeaderFlags) netlink
 }
 
 // execute sends one request and returns the replies, decoded as generic
-// netlink messages.
+// netlink messages. Answers to earlier requests (left by a call that
+// timed out) are skipped by their sequence number.
 func (c *Client) execute(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_ = c.c.SetDeadline(time.Now().Add(c.timeout))
-	replies, err := c.c.Execute(c.request(m, flags))
-	if err != nil {
+	if err := c.recover(); err != nil {
 		return nil, err
 	}
-	out := make([]genetlink.Message, 0, len(replies))
-	for _, r := range replies {
-		if r.Header.Type == netlink.Error { // the acknowledgement
-			continue
-		}
-		var gm genetlink.Message
-		if err := gm.UnmarshalBinary(r.Data); err != nil {
+	_ = c.c.SetDeadline(time.Now().Add(c.timeout))
+	req, err := c.c.Send(c.request(m, flags))
+	if err != nil {
+		c.broken = true
+		return nil, err
+	}
+	seq := req.Header.Sequence
+	var out []genetlink.Message
+	for {
+		replies, err := c.c.Receive()
+		if err != nil {
+			var oe *netlink.OpError
+			switch {
+			case errors.As(err, &oe) && oe.Sequence == seq:
+				return nil, err // the kernel's answer
+			case errors.As(err, &oe) && oe.Sequence != 0:
+				continue // an earlier request's
+			}
+			c.broken = true // a timeout, an overrun: the socket's state is unknown
 			return nil, err
 		}
-		out = append(out, gm)
+		done := flags&netlink.Dump != 0 // Receive read the whole dump
+		for _, r := range replies {
+			if r.Header.Sequence != seq {
+				continue
+			}
+			if r.Header.Type == netlink.Error { // the acknowledgement
+				done = true
+				continue
+			}
+			var gm genetlink.Message
+			if err := gm.UnmarshalBinary(r.Data); err != nil {
+				return nil, err
+			}
+			out = append(out, gm)
+			if flags&netlink.Acknowledge == 0 {
+				done = true
+			}
+		}
+		if done {
+			return out, nil
+		}
 	}
-	return out, nil
+}
+
+// recover makes a socket whose state is unknown usable again: a new one
+// when the Client can dial, else one drained of what is queued on it.
+func (c *Client) recover() error {
+	if !c.broken {
+		return nil
+	}
+	if c.redial != nil {
+		nc, err := c.redial()
+		if err != nil {
+			return &Error{Op: "reopen generic netlink socket", Err: err}
+		}
+		c.c.Close()
+		c.c = nc
+		c.broken = false
+		return nil
+	}
+	_ = c.c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	for {
+		if _, err := c.c.Receive(); err != nil {
+			var oe *netlink.OpError
+			if errors.As(err, &oe) && oe.Sequence != 0 {
+				continue // a queued error answer
+			}
+			break
+		}
+	}
+	c.broken = false
+	return nil
 }
 
 func (c *Client) do(op, object string, m genetlink.Message, err error) error {
@@ -222,7 +311,7 @@ func (c *Client) Service(k ServiceKey) (Service, error) {
 		s, err = serviceFromMessage(ms[0])
 	}
 	if err != nil {
-		return s, &Error{Op: "get service", Object: k.String(), Err: err}
+		return s, &Error{Op: "get service", Object: k.String(), Err: explain("get service", err)}
 	}
 	return s, nil
 }

@@ -26,6 +26,7 @@ type fakeKernel struct {
 	writes    int // SendMessages and Send calls
 	requests  int
 	noAnswers bool // drop every answer, as a wedged kernel would
+	overrun   bool // the next Receive fails with ENOBUFS, answers still queued
 }
 
 const fakePID = 4242
@@ -106,6 +107,10 @@ func (k *fakeKernel) serve(req netlink.Message) {
 }
 
 func (k *fakeKernel) Receive() ([]netlink.Message, error) {
+	if k.overrun {
+		k.overrun = false
+		return nil, os.NewSyscallError("recvmsg", syscall.ENOBUFS)
+	}
 	if len(k.queue) == 0 {
 		return nil, os.NewSyscallError("recvmsg", syscall.EAGAIN) // a real socket's deadline
 	}
@@ -278,5 +283,41 @@ func TestSingleOperationErrors(t *testing.T) {
 	err = cl.CreateService(Service{ServiceKey: vs1})
 	if err == nil || !strings.Contains(err.Error(), `add service TCP 192.0.2.1:80: scheduler ""`) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestSocketBackInStepAfterAnOverrun: answers left on the socket by a
+// call that failed half-way (an overrun, a timeout) must not be taken for
+// the next call's.
+func TestSocketBackInStepAfterAnOverrun(t *testing.T) {
+	k := &fakeKernel{family: 0x1c}
+	k.handle = func(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, syscall.Errno) {
+		if m.Header.Command == cmdDelService || m.Header.Command == cmdGetService {
+			return nil, syscall.ESRCH
+		}
+		return nil, 0
+	}
+	cl := dialFake(t, k)
+	k.overrun = true
+	ops := []Op{
+		{Kind: AddService, Service: Service{ServiceKey: vs1, Scheduler: "rr"}},
+		{Kind: DelService, Service: Service{ServiceKey: vs6}}, // its error answer stays queued
+	}
+	if err := cl.Apply(ops); err == nil || !strings.Contains(err.Error(), "no buffer space") {
+		t.Fatalf("overrun: %v", err)
+	}
+	if err := cl.CreateService(Service{ServiceKey: vs1, Scheduler: "rr"}); err != nil {
+		t.Errorf("the next call: %v", err)
+	}
+	if err := cl.Apply(ops[:1]); err != nil {
+		t.Errorf("the next batch: %v", err)
+	}
+	// A stale answer on the socket is skipped by its sequence number.
+	k.queue = append(k.queue, []netlink.Message{k.errorMsg(netlink.Message{Header: netlink.Header{Length: 16, Sequence: 7}}, syscall.ESRCH)})
+	if err := cl.CreateService(Service{ServiceKey: vs1, Scheduler: "rr"}); err != nil {
+		t.Errorf("after a stale answer: %v", err)
+	}
+	if _, err := cl.Service(vs6); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing service: %v, want os.ErrNotExist", err)
 	}
 }

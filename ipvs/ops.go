@@ -132,16 +132,26 @@ func (c *Client) applyBatch(ops []Op) []error {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.recover(); err != nil {
+		for _, i := range index {
+			errs = append(errs, &Error{Op: ops[i].Kind.String(), Object: ops[i].object(), Err: err})
+		}
+		return errs
+	}
 	_ = c.c.SetDeadline(time.Now().Add(c.timeout))
 	sent, err := c.c.SendMessages(msgs)
 	if err != nil {
+		c.broken = true
 		for _, i := range index {
 			errs = append(errs, &Error{Op: ops[i].Kind.String(), Object: ops[i].object(), Err: err})
 		}
 		return errs
 	}
 	// The kernel handles the requests in order and acknowledges each in a
-	// datagram of its own: the next answer is always for sent[next].
+	// datagram of its own: the next answer of this batch is always for
+	// sent[next]. Answers to earlier requests are skipped.
+	first := sent[0].Header.Sequence
+	ours := func(seq uint32) bool { return seq-first < uint32(len(sent)) }
 	next := 0
 	fail := func(err error) {
 		i := index[next]
@@ -149,32 +159,37 @@ func (c *Client) applyBatch(ops []Op) []error {
 		errs = append(errs, &Error{Op: op, Object: ops[i].object(), Err: explain(op, err)})
 		next++
 	}
+	failRest := func(err error) {
+		c.broken = true // the rest of the answers may still come
+		for next < len(sent) {
+			fail(err)
+		}
+	}
 	for next < len(sent) {
 		replies, err := c.c.Receive()
 		if err != nil {
 			var oe *netlink.OpError
-			if !errors.As(err, &oe) || oe.Sequence != sent[next].Header.Sequence {
-				// Not the kernel's answer to a request but a broken
-				// socket or a timeout: the rest are unknown.
-				for next < len(sent) {
-					fail(err)
-				}
-				break
+			switch {
+			case errors.As(err, &oe) && oe.Sequence == sent[next].Header.Sequence:
+				fail(err)
+			case errors.As(err, &oe) && oe.Sequence != 0 && !ours(oe.Sequence):
+				// an earlier request's
+			default:
+				// A broken socket, a timeout or an overrun: the rest
+				// are unknown.
+				failRest(err)
 			}
-			fail(err)
 			continue
 		}
 		for _, r := range replies {
-			if next >= len(sent) {
-				break
+			switch {
+			case next >= len(sent) || !ours(r.Header.Sequence):
+				continue
+			case r.Header.Type != netlink.Error || r.Header.Sequence != sent[next].Header.Sequence:
+				failRest(fmt.Errorf("unexpected reply %v", r.Header))
+			default:
+				next++
 			}
-			if r.Header.Type != netlink.Error || r.Header.Sequence != sent[next].Header.Sequence {
-				for next < len(sent) {
-					fail(fmt.Errorf("unexpected reply %v", r.Header))
-				}
-				break
-			}
-			next++
 		}
 	}
 	return errs
