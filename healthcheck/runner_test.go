@@ -241,3 +241,78 @@ func fds(t *testing.T) int {
 	}
 	return len(es)
 }
+
+// TestDynamicWeight: misc_dynamic's weight reaches the event, a failure
+// drops it, and two checkers must both be up.
+func TestDynamicWeight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, `
+virtual_server 192.0.2.1 80 {
+    lb_algo wrr
+    lb_kind DR
+    protocol TCP
+    real_server 10.0.0.1 80 {
+        weight 5
+        MISC_CHECK {
+            misc_path /bin/true
+            misc_dynamic
+            delay_loop 1
+        }
+        TCP_CHECK {
+            delay_loop 1
+            retry 0
+        }
+    }
+}
+`)
+		rec := &recorder{}
+		r, err := New(cfg, rec.emit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Egress = nil
+		var weight atomic.Int64
+		weight.Store(12)
+		tcpUp := &fake{}
+		tcpUp.answering.Store(true)
+		r.Checks()[0].Prober = proberFunc(func(context.Context) Result {
+			w := int(weight.Load())
+			if w < 0 {
+				return Result{Outcome: Down, Reason: "exit 1", Weight: -1}
+			}
+			return Result{Outcome: Up, Reason: "exit", Weight: w}
+		})
+		r.Checks()[1].Prober = tcpUp
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		step := func(what string, want ...Event) {
+			t.Helper()
+			time.Sleep(3 * time.Second)
+			synctest.Wait()
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			var got []string
+			for _, e := range rec.events {
+				got = append(got, fmt.Sprintf("%v/%d", e.Alive, e.Weight))
+			}
+			var w []string
+			for _, e := range want {
+				w = append(w, fmt.Sprintf("%v/%d", e.Alive, e.Weight))
+			}
+			if strings.Join(got, " ") != strings.Join(w, " ") {
+				t.Errorf("%s: events %q, want %q", what, got, w)
+			}
+			rec.events = nil
+		}
+		step("exit 14", Event{Alive: true, Weight: 12})
+		weight.Store(-1)
+		step("exit 1", Event{Alive: false, Weight: 5})
+		weight.Store(3)
+		step("exit 5", Event{Alive: true, Weight: 3})
+		tcpUp.answering.Store(false)
+		step("the other checker fails", Event{Alive: false, Weight: 3})
+		cancel()
+		<-done
+	})
+}
