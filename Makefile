@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 # tests; time: the benchmark's resource figures.
 APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time
 
-.PHONY: all build test test-deps lint bench bench-ipvs demo deps apt-install fuzz clean integration
+.PHONY: all build test test-deps lint bench bench-ipvs bench-checks demo deps apt-install fuzz clean integration
 
 all: build
 
@@ -93,6 +93,18 @@ bench-ipvs:
 	$(GO) test -c -o $(UML_BIN)/ipvs.test ./ipvs
 	integration/uml/run.sh -m $(UML_MEM) -C ipvs -- ../$(UML_BIN)/ipvs.test \
 		-test.run '^$$' -test.bench Kernel -test.benchtime $${IPVS_ROUNDS:-3}x
+
+## bench-checks: directord's health checks beside keepalived's checker on
+## the same SSL_GET configuration, in the guest; BENCH_VS x BENCH_RS real
+## servers (default 10 x 10 while the large run is being worked on).
+bench-checks:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
+	@mkdir -p $(UML_BIN)
+	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) test -c -o $(UML_BIN)/integration-lvs.test ./integration/lvs
+	integration/uml/run.sh -m $(UML_MEM) -e BENCH_VS=$${BENCH_VS:-10} -e BENCH_RS=$${BENCH_RS:-10} \
+		-C integration/lvs -- ../../$(UML_BIN)/integration-lvs.test \
+		-test.run '^$$' -test.bench ChecksBesideKeepalived -test.benchtime 1x
 
 ## fuzz: run the configuration fuzzer for a while (make test runs its seeds).
 fuzz:

@@ -1,6 +1,7 @@
 package healthcheck
 
 import (
+	"bufio"
 	"context"
 	"crypto/md5"
 	"crypto/tls"
@@ -83,6 +84,9 @@ func failure(start time.Time, what string, err error) Result {
 
 // short is an error without the addresses Go repeats in it.
 func short(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return "timed out"
+	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Err != nil {
 		var se *os.SyscallError
@@ -125,7 +129,7 @@ type HTTP struct {
 	TLS    *tls.Config // nil for HTTP_GET
 	URLs   []*config.URL
 	Host   string // the Host header unless a URL has its own virtualhost
-	client *http.Client
+	proto  string // HTTP/1.0, or HTTP/1.1 with http_protocol 1.1
 }
 
 // NewHTTP makes the prober of an HTTP_GET or SSL_GET checker; ca is the
@@ -168,36 +172,26 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 		}
 		p.TLS = cfg
 	}
-	tr := &http.Transport{
-		DisableKeepAlives:  true,
-		DisableCompression: true, // the digest is of the body as sent
-		Proxy:              nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return t.dialer().DialContext(ctx, "tcp", t.Addr.String())
-		},
-	}
-	if p.TLS != nil {
-		tr.DialTLSContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			raw, err := t.dialer().DialContext(ctx, "tcp", t.Addr.String())
-			if err != nil {
-				return nil, err
-			}
-			// Our own handshake: without enable_sni no server name is sent,
-			// as keepalived, whatever the URL's host.
-			c := tls.Client(raw, p.TLS)
-			if err := c.HandshakeContext(ctx); err != nil {
-				raw.Close()
-				return nil, &tlsError{err}
-			}
-			return c, nil
-		}
-	}
-	p.client = &http.Client{
-		Transport: tr,
-		// A redirect is an answer to judge by its status, not to follow.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	p.proto = "HTTP/1.0"
+	if h.HTTPProtocol == "1.1" {
+		p.proto = "HTTP/1.1"
 	}
 	return p, nil
+}
+
+// dial opens the probe's connection: TCP, then TLS for SSL_GET, with our
+// own handshake (without enable_sni no server name is sent, as keepalived).
+func (p *HTTP) dial(ctx context.Context) (net.Conn, error) {
+	raw, err := p.Target.dialer().DialContext(ctx, "tcp", p.Target.Addr.String())
+	if err != nil || p.TLS == nil {
+		return raw, err
+	}
+	c := tls.Client(raw, p.TLS)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, &tlsError{err}
+	}
+	return c, nil
 }
 
 // tlsError marks a handshake failure, to say so in the reason.
@@ -220,10 +214,6 @@ func (p *HTTP) Probe(ctx context.Context) Result {
 func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result, bool) {
 	ctx, cancel := context.WithTimeout(ctx, p.Target.Timeout)
 	defer cancel()
-	scheme := "http"
-	if p.TLS != nil {
-		scheme = "https"
-	}
 	host := u.VirtualHost
 	if host == "" {
 		host = p.Host
@@ -239,13 +229,11 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result,
 			path = "/"
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+p.Target.Addr.String()+path, nil)
-	if err != nil {
-		return Result{Outcome: Down, Reason: "url " + u.Path + ": " + err.Error(), Weight: -1}, false
-	}
-	req.Host = host
-	req.Header.Set("User-Agent", "directord-healthcheck")
-	resp, err := p.client.Do(req)
+	// One request on a connection of its own, written and read here
+	// rather than through net/http's Transport, whose goroutines and
+	// channels per connection cost more than the request when thousands
+	// of checks run.
+	conn, err := p.dial(ctx)
 	if err != nil {
 		what := "GET " + path
 		var te *tlsError
@@ -253,6 +241,18 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result,
 			what = "TLS handshake"
 		}
 		return failure(start, what, err), false
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s %s\r\nHost: %s\r\nUser-Agent: directord-healthcheck\r\nConnection: close\r\n\r\n",
+		path, p.proto, host); err != nil {
+		return failure(start, "GET "+path, err), false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return failure(start, "GET "+path, err), false
 	}
 	defer resp.Body.Close()
 	ok := false

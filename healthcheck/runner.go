@@ -71,8 +71,11 @@ type Runner struct {
 	Egress func(netip.Addr) (string, bool)
 }
 
-// Concurrency bounds the probes in flight.
-const Concurrency = 256
+// Concurrency bounds the probes in flight. A probe's time counts from its
+// start, not from its wait for a slot: when the director's CPU is what
+// limits the checks (TLS handshakes), more probes at once would only make
+// each slower, until all of them time out together.
+const Concurrency = 32
 
 // New makes the checks of cfg; emit receives each change of a real
 // server's state, from the goroutine of the check that caused it (the
@@ -160,10 +163,10 @@ func (r *Runner) Run(ctx context.Context) {
 }
 
 // first is the wait before a check's first probe: its warmup, at random
-// up to it, as keepalived, and a spread of up to a second (or its
-// delay_loop) so that thousands of checks do not start together.
+// up to it, as keepalived, and a spread over its delay_loop, so that
+// thousands of checks start at the rate they will keep.
 func (r *Runner) first(c *config.Checker) time.Duration {
-	d := time.Duration(rand.Int64N(int64(min(time.Second, max(c.DelayLoop, time.Millisecond)))))
+	d := time.Duration(rand.Int64N(int64(max(c.DelayLoop, time.Millisecond))))
 	if c.Warmup > 0 {
 		d += time.Duration(rand.Int64N(int64(c.Warmup)))
 	}

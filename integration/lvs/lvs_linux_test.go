@@ -27,7 +27,7 @@ import (
 
 // binary is the directord that make integration builds before the guest
 // boots (the guest must not write to the host's Go cache).
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	ipvstest.Require(t)
 	ipvstest.RequireRoot(t)
@@ -44,7 +44,7 @@ func binary(t *testing.T) string {
 
 var seq atomic.Int32
 
-func name(t *testing.T, role string) string {
+func name(t testing.TB, role string) string {
 	return fmt.Sprintf("%s%d-%d", role, os.Getpid()%10000, seq.Add(1))
 }
 

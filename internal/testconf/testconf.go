@@ -63,3 +63,47 @@ virtual_server 10.%d.%d.%d 443 {
 	}
 	return b.String()
 }
+
+// Checked returns a configuration of vs virtual servers of rs real
+// servers each, every real server checked by SSL_GET on /healthz every
+// delay_loop 2 s, for the health-check benchmark: the real servers are
+// 127.x.y.z:443 (loopback: one local HTTPS server answers for all of
+// them), the virtual servers 10.x.y.z:443, with inhibit_on_failure.
+func Checked(vs, rs int) string {
+	var b strings.Builder
+	b.Grow(vs * rs * 200)
+	for v := 0; v < vs; v++ {
+		fmt.Fprintf(&b, `virtual_server %s 443 {
+    delay_loop 2
+    lvs_sched rr
+    lvs_method DR
+    protocol TCP
+    inhibit_on_failure
+`, CheckedVS(v))
+		for r := 0; r < rs; r++ {
+			fmt.Fprintf(&b, `    real_server %s 443 {
+        weight 1
+        SSL_GET {
+            url {
+                path /healthz
+                status_code 200
+            }
+            connect_timeout 2
+            retry 1
+            delay_before_retry 1
+        }
+    }
+`, CheckedRS(v*rs+r))
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
+
+// CheckedVS is the address of Checked's virtual server v.
+func CheckedVS(v int) string { return fmt.Sprintf("10.%d.%d.%d", 1+v>>16&0xff, v>>8&0xff, v&0xff) }
+
+// CheckedRS is the address of Checked's real server n.
+func CheckedRS(n int) string {
+	return fmt.Sprintf("127.%d.%d.%d", 1+n/(250*256), n/250%256, 1+n%250)
+}
