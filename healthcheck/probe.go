@@ -52,7 +52,9 @@ func TargetOf(c *config.Checker, rs *config.RealServer) Target {
 }
 
 func (t Target) dialer() *net.Dialer {
-	d := &net.Dialer{Timeout: t.Timeout}
+	// No TCP keepalive: a probe's connection lives for one request, and
+	// its settings would cost four system calls a probe.
+	d := &net.Dialer{Timeout: t.Timeout, KeepAlive: -1}
 	if t.Bind.IsValid() || t.Bind.Port() != 0 {
 		d.LocalAddr = net.TCPAddrFromAddrPort(t.Bind)
 	}
@@ -79,7 +81,9 @@ func failure(start time.Time, what string, err error) Result {
 	if LocalFault(err) {
 		o = Unknown
 	}
-	return Result{Outcome: o, Reason: what + ": " + short(err), Latency: time.Since(start), Weight: -1}
+	silent := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, syscall.EHOSTUNREACH)
+	return Result{Outcome: o, Reason: what + ": " + short(err), Latency: time.Since(start), Weight: -1, Silent: silent}
 }
 
 // short is an error without the addresses Go repeats in it.
@@ -146,6 +150,9 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 			InsecureSkipVerify: !h.VerifyCertificate, // keepalived never verifies
 			ClientSessionCache: tls.NewLRUClientSessionCache(4),
 			MinVersion:         tls.VersionTLS12,
+			// Classic X25519 as OpenSSL offers it: the post-quantum
+			// hybrid Go prefers costs more than a health check is worth.
+			CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
 		}
 		name := h.SNIName
 		if name == "" {

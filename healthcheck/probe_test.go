@@ -124,6 +124,10 @@ func TestHTTPProbe(t *testing.T) {
 				if r.Latency <= 0 {
 					t.Errorf("latency %s", r.Latency)
 				}
+				// Only a failure without an answer may be our own link's.
+				if r.Silent != (tt.name == "timeout") {
+					t.Errorf("silent %v", r.Silent)
+				}
 			})
 		}
 	}
@@ -213,7 +217,7 @@ func TestTCPProbe(t *testing.T) {
 		t.Errorf("listening: %v", r)
 	}
 	p.Target.Addr = closedPort(t)
-	if r := probe(t, p); r.Outcome != Down || r.Reason != "connect: connection refused" {
+	if r := probe(t, p); r.Outcome != Down || r.Reason != "connect: connection refused" || r.Silent {
 		t.Errorf("closed: %s %q", r.Outcome, r.Reason)
 	}
 }

@@ -193,7 +193,9 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 		if ctx.Err() != nil {
 			return
 		}
-		if res.Outcome == Down && c.Cfg.Type != "MISC_CHECK" && r.Egress != nil {
+		// Only a silent failure can be this director's broken link: a
+		// status 500 or a refused connection came from the real server.
+		if res.Outcome == Down && res.Silent && r.Egress != nil {
 			if why, down := r.Egress(c.target); down {
 				res.Outcome, res.Reason = Unknown, why+" ("+res.Reason+")"
 			}

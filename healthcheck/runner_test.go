@@ -58,7 +58,7 @@ func (f *fake) Probe(ctx context.Context) Result {
 		return Result{Outcome: Up, Reason: "connected", Weight: -1}
 	}
 	time.Sleep(f.timeout)
-	return Result{Outcome: Down, Reason: "connect: timed out", Weight: -1}
+	return Result{Outcome: Down, Reason: "connect: timed out", Weight: -1, Silent: true}
 }
 
 type recorder struct {

@@ -36,6 +36,10 @@ type Result struct {
 	// Weight is what a MISC_CHECK with misc_dynamic asks for (its exit
 	// code less 2), or -1.
 	Weight int
+	// Silent is a failure without any answer from the real server (a
+	// timeout, an unreachable host): the kind this director's own broken
+	// link would cause too.
+	Silent bool
 }
 
 // Verdict turns a checker's probe results into its state, as keepalived
