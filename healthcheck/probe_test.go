@@ -278,3 +278,26 @@ func TestMiscProbe(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// BenchmarkSSLProbe is one SSL_GET probe against a local HTTPS server
+// (both sides in this process): a new connection, a resumed TLS session.
+func BenchmarkSSLProbe(b *testing.B) {
+	s := &testServer{}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, body)
+	}))
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.StartTLS()
+	defer s.Close()
+	c, rs := httpChecker("SSL_GET", s, url("/ok"))
+	p, err := NewHTTP(c, rs, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := p.Probe(context.Background()); r.Outcome != Up {
+			b.Fatal(r)
+		}
+	}
+}
