@@ -50,10 +50,13 @@ func (p *Misc) Probe(ctx context.Context) Result {
 	case r.TimedOut:
 		res.Outcome, res.Reason = Down, fmt.Sprintf("timed out after %s", p.Timeout)
 	case r.Err != nil:
-		// A fork that failed for want of memory or processes is ours.
-		res.Outcome, res.Reason = Down, r.Err.Error()
-		if errors.Is(r.Err, syscall.EAGAIN) || errors.Is(r.Err, syscall.ENOMEM) || LocalFault(r.Err) {
-			res.Outcome = Unknown
+		// The script could not start: a missing or unexecutable script is
+		// the operator's to fix and fails the check; anything else (no
+		// memory, no process, no such script user just now) is this
+		// director's trouble and proves nothing of the real server.
+		res.Outcome, res.Reason = Unknown, r.Err.Error()
+		if errors.Is(r.Err, syscall.ENOENT) || errors.Is(r.Err, syscall.EACCES) || errors.Is(r.Err, syscall.ENOEXEC) {
+			res.Outcome = Down
 		}
 	case r.ExitCode == 0:
 		res.Outcome, res.Reason = Up, "exit 0"

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	neturl "net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -31,6 +32,8 @@ type Target struct {
 	Addr    netip.AddrPort // connect_ip/connect_port, else the real server's
 	Bind    netip.AddrPort // bindto/bind_port; zero: the kernel's choice
 	Timeout time.Duration  // connect_timeout: the whole probe's limit
+	Mark    uint32         // fwmark: SO_MARK, for policy routing
+	Dev     string         // bind_if: SO_BINDTODEVICE
 }
 
 // TargetOf resolves a checker's target against its real server.
@@ -48,6 +51,7 @@ func TargetOf(c *config.Checker, rs *config.RealServer) Target {
 	if t.Timeout <= 0 {
 		t.Timeout = 5 * time.Second
 	}
+	t.Mark, t.Dev = c.FWMark, c.BindIf
 	return t
 }
 
@@ -58,15 +62,47 @@ func (t Target) dialer() *net.Dialer {
 	if t.Bind.IsValid() || t.Bind.Port() != 0 {
 		d.LocalAddr = net.TCPAddrFromAddrPort(t.Bind)
 	}
+	d.Control = func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		rc.Control(func(fd uintptr) {
+			if t.Bind.Port() != 0 {
+				// A fixed bind_port must be free again at once (see
+				// closeNow): checks reuse it every cycle.
+				err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+			}
+			if err == nil && t.Mark != 0 {
+				err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_MARK, int(t.Mark))
+			}
+			if err == nil && t.Dev != "" {
+				err = syscall.BindToDevice(int(fd), t.Dev)
+			}
+		})
+		return err
+	}
 	return d
 }
 
+// closeNow closes a probe's connection with a reset (linger 0), as
+// keepalived does, so that no TIME_WAIT holds a fixed bind_port.
+func closeNow(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	} else if tc, ok := c.(*tls.Conn); ok {
+		if raw, ok := tc.NetConn().(*net.TCPConn); ok {
+			raw.SetLinger(0)
+		}
+	}
+	c.Close()
+}
+
 // LocalFault tells whether err is the director's own fault rather than
-// the real server's: no descriptor, no memory or buffer, no route, no
-// such local address, the network down. Such a probe proves nothing.
+// the real server's: no descriptor, no memory or buffer, no such local
+// address, its own network down, its own firewall (EPERM). Such a probe
+// proves nothing. (No route, ENETUNREACH, may be a remote router's answer:
+// it is a silent failure that EgressDown judges.)
 func LocalFault(err error) bool {
 	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
-		syscall.ENETUNREACH, syscall.ENETDOWN, syscall.EADDRNOTAVAIL, syscall.EADDRINUSE} {
+		syscall.ENETDOWN, syscall.EADDRNOTAVAIL, syscall.EADDRINUSE, syscall.EPERM} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -82,7 +118,7 @@ func failure(start time.Time, what string, err error) Result {
 		o = Unknown
 	}
 	silent := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.Is(err, syscall.EHOSTUNREACH)
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 	return Result{Outcome: o, Reason: what + ": " + short(err), Latency: time.Since(start), Weight: -1, Silent: silent}
 }
 
@@ -117,7 +153,7 @@ func (p *TCP) Probe(ctx context.Context) Result {
 	if err != nil {
 		return failure(start, "connect", err)
 	}
-	c.Close()
+	closeNow(c)
 	return Result{Outcome: Up, Reason: "connected", Latency: time.Since(start), Weight: -1}
 }
 
@@ -193,13 +229,26 @@ func (p *HTTP) dial(ctx context.Context) (net.Conn, error) {
 	if err != nil || p.TLS == nil {
 		return raw, err
 	}
-	c := tls.Client(raw, p.TLS)
-	if err := c.HandshakeContext(ctx); err != nil {
+	// The handshake is the CPU-heavy part of a check: a bounded number at
+	// once, so that they stay fast when the CPU is what limits them.
+	select {
+	case handshakes <- struct{}{}:
+	case <-ctx.Done():
 		raw.Close()
+		return nil, ctx.Err()
+	}
+	c := tls.Client(raw, p.TLS)
+	err = c.HandshakeContext(ctx)
+	<-handshakes
+	if err != nil {
+		closeNow(raw)
 		return nil, &tlsError{err}
 	}
 	return c, nil
 }
+
+// handshakes bounds the TLS handshakes in flight, across all checks.
+var handshakes = make(chan struct{}, 32)
 
 // tlsError marks a handshake failure, to say so in the reason.
 type tlsError struct{ err error }
@@ -228,12 +277,17 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result,
 	if host == "" {
 		host = p.Target.Addr.String()
 	}
+	// A path is sent as written (with its query); a full URL gives its
+	// path and query, and its host when no virtualhost is set.
 	path := u.Path
-	if i := strings.Index(path, "://"); i >= 0 { // a full URL: its path
-		if j := strings.Index(path[i+3:], "/"); j >= 0 {
-			path = path[i+3+j:]
-		} else {
-			path = "/"
+	if !strings.HasPrefix(path, "/") {
+		pu, err := neturl.Parse(path)
+		if err != nil || pu.Host == "" {
+			return Result{Outcome: Down, Reason: fmt.Sprintf("url %q: not a path or a URL", u.Path), Weight: -1}, false
+		}
+		path = pu.RequestURI()
+		if u.VirtualHost == "" && p.Host == "" {
+			host = pu.Host
 		}
 	}
 	// One request on a connection of its own, written and read here
@@ -249,10 +303,12 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result,
 		}
 		return failure(start, what, err), false
 	}
-	defer conn.Close()
+	defer closeNow(conn)
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
+	// Cancelled (directord stopping): end the reads and writes now.
+	defer context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })()
 	if _, err := fmt.Fprintf(conn, "GET %s %s\r\nHost: %s\r\nUser-Agent: directord-healthcheck\r\nConnection: close\r\n\r\n",
 		path, p.proto, host); err != nil {
 		return failure(start, "GET "+path, err), false

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -299,5 +300,42 @@ func BenchmarkSSLProbe(b *testing.B) {
 		if r := p.Probe(context.Background()); r.Outcome != Up {
 			b.Fatal(r)
 		}
+	}
+}
+
+func TestHTTPProbeFullURLPath(t *testing.T) {
+	s := newServer(t, false)
+	var got string
+	s.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Host + " " + r.URL.RequestURI()
+	})
+	c, rs := httpChecker("HTTP_GET", s, url("http://www.example.com/check?next=http://x/y"))
+	p, _ := NewHTTP(c, rs, "")
+	if r := probe(t, p); r.Outcome != Up || got != "www.example.com /check?next=http://x/y" {
+		t.Errorf("%v: server saw %q", r, got)
+	}
+	c, rs = httpChecker("HTTP_GET", s, url("/plain?a=1"))
+	p, _ = NewHTTP(c, rs, "")
+	if r := probe(t, p); r.Outcome != Up || !strings.HasSuffix(got, " /plain?a=1") {
+		t.Errorf("%v: server saw %q", r, got)
+	}
+}
+
+func TestTCPProbeFixedBindPort(t *testing.T) {
+	s := newServer(t, false)
+	free := closedPort(t)
+	p := &TCP{Target: Target{Addr: s.addrPort(), Timeout: time.Second,
+		Bind: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), free.Port())}}
+	for i := range 3 {
+		if r := probe(t, p); r.Outcome != Up {
+			t.Fatalf("probe %d from a fixed bind_port: %v", i, r)
+		}
+	}
+}
+
+func TestNetUnreachableIsSilentNotLocal(t *testing.T) {
+	r := failure(time.Now(), "connect", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)})
+	if r.Outcome != Down || !r.Silent {
+		t.Errorf("ENETUNREACH: %s silent %v, want down and silent (EgressDown decides)", r.Outcome, r.Silent)
 	}
 }

@@ -71,11 +71,11 @@ type Runner struct {
 	Egress func(netip.Addr) (string, bool)
 }
 
-// Concurrency bounds the probes in flight. A probe's time counts from its
-// start, not from its wait for a slot: when the director's CPU is what
-// limits the checks (TLS handshakes), more probes at once would only make
-// each slower, until all of them time out together.
-const Concurrency = 32
+// Concurrency bounds the probes in flight, and so the descriptors they
+// hold. It is large: a probe waiting for a silent server's timeout costs
+// nothing but its descriptor, and must not delay the others. What costs
+// CPU, the TLS handshake, has its own smaller bound (see HTTP).
+const Concurrency = 1024
 
 // New makes the checks of cfg; emit receives each change of a real
 // server's state, from the goroutine of the check that caused it (the
@@ -208,6 +208,11 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 		var next time.Duration
 		if r.record(c, res) {
 			next = c.Cfg.DelayBeforeRetry
+			if res.Outcome == Unknown {
+				// This director's own trouble (out of descriptors): do not
+				// make it worse by trying again at once.
+				next = max(next, time.Second)
+			}
 		} else {
 			next = c.Cfg.DelayLoop
 			if r.Jitter > 0 {

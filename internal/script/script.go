@@ -104,5 +104,7 @@ func (r Runner) credential(s *config.Script) (*syscall.Credential, error) {
 	if int(uid) == os.Getuid() && int(gid) == os.Getgid() {
 		return nil, nil
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+	// Only the script's own group: directord's supplementary groups (root,
+	// disk...) must not go with it.
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(gid)}}, nil
 }

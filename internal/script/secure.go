@@ -15,7 +15,12 @@ func Secure(path string) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("%s: not an absolute path", path)
 	}
-	p := filepath.Clean(path)
+	// The file that runs, not the link to it: a link in a safe folder to
+	// a file in someone's home must not pass.
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
 	for {
 		fi, err := os.Stat(p)
 		if err != nil {

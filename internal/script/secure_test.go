@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/directord/directord/config"
 )
 
 func TestSecure(t *testing.T) {
@@ -42,6 +45,19 @@ func TestSecure(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
 	}
+	// A link from a safe folder to a file in an unsafe one: refused.
+	os.Chmod(f, 0o755)
+	os.Chown(f, 0, 0)
+	unsafe := t.TempDir()
+	target := filepath.Join(unsafe, "real.sh")
+	os.WriteFile(target, []byte("#!/bin/sh\n"), 0o755)
+	link := filepath.Join(dir, "link.sh")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Secure(link); err == nil {
+		t.Error("a link to a script under /tmp passes")
+	}
 	// t.TempDir is under /tmp (sticky, writable by all): refused.
 	g := filepath.Join(t.TempDir(), "x.sh")
 	os.WriteFile(g, nil, 0o755)
@@ -50,5 +66,29 @@ func TestSecure(t *testing.T) {
 	}
 	if err := Secure("relative.sh"); err == nil {
 		t.Error("a relative path passes")
+	}
+}
+
+func TestScriptDropsSupplementaryGroups(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run as another user")
+	}
+	dir, err := os.MkdirTemp("", "directord-groups-") // nobody must reach it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	out := filepath.Join(dir, "groups")
+	s := &config.Script{Command: "id", Args: []string{"/bin/sh", "-c", "id -G > " + out}, User: "nobody"}
+	if r := (Runner{}).Run(t.Context(), s, 5*time.Second); !r.OK() {
+		t.Fatalf("%+v", r)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(string(b)); len(f) != 1 {
+		t.Errorf("groups of a script run as nobody: %q, want its own group alone", b)
 	}
 }
