@@ -7,20 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/conftest"
 	"github.com/directord/directord/ipvs"
 )
 
-func parse(t *testing.T, text string) *config.Config {
-	t.Helper()
-	cfg, diags := config.Parse("keepalived.conf", text, nil, config.Options{})
-	for _, d := range diags {
-		if d.Severity == config.Error {
-			t.Fatalf("config: %s", d)
-		}
-	}
-	return cfg
-}
+// parse reads a test's configuration.
+var parse = conftest.Parse
 
 func pools(t *testing.T, text string) []*Pool {
 	t.Helper()

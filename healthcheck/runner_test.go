@@ -14,18 +14,11 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/conftest"
 )
 
-func parse(t *testing.T, text string) *config.Config {
-	t.Helper()
-	cfg, diags := config.Parse("keepalived.conf", text, nil, config.Options{})
-	for _, d := range diags {
-		if d.Severity == config.Error {
-			t.Fatalf("config: %s", d)
-		}
-	}
-	return cfg
-}
+// parse reads a test's configuration.
+var parse = conftest.Parse
 
 // poolConf is a virtual server of n real servers, each with one TCP_CHECK
 // with the given timing lines.
