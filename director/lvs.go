@@ -215,7 +215,11 @@ func (l *LVS) Run(ctx context.Context) error {
 			}
 			if was := l.states[u.pool][u.rs].Alive; was != u.st.Alive {
 				rs := l.pools[u.pool].VS.RealServers[u.rs]
-				if s := map[bool]*config.Script{true: rs.NotifyUp, false: rs.NotifyDown}[u.st.Alive]; s != nil {
+				s := rs.NotifyDown
+				if u.st.Alive {
+					s = rs.NotifyUp
+				}
+				if s != nil {
 					l.Notify(s)
 				}
 			}

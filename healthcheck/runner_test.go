@@ -230,7 +230,7 @@ func (f proberFunc) Probe(ctx context.Context) Result { return f(ctx) }
 func fds(t *testing.T) int {
 	es, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err) // Linux has /proc: without it the test would prove nothing
 	}
 	return len(es)
 }

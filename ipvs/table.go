@@ -37,28 +37,6 @@ func (t Table) Add(s Service) *VirtualService {
 // address and port.
 func (vs *VirtualService) AddDest(d Destination) { vs.Dests[d.Key()] = d }
 
-// Clone is a deep copy.
-func (t Table) Clone() Table {
-	c := make(Table, len(t))
-	for k, vs := range t {
-		n := &VirtualService{Service: vs.Service, Dests: make(map[DestKey]Destination, len(vs.Dests))}
-		for dk, d := range vs.Dests {
-			n.Dests[dk] = d
-		}
-		c[k] = n
-	}
-	return c
-}
-
-// Destinations counts the destinations of every service.
-func (t Table) Destinations() int {
-	n := 0
-	for _, vs := range t {
-		n += len(vs.Dests)
-	}
-	return n
-}
-
 // Keys are the table's service keys in a stable order (family, protocol,
 // address, port, mark), for output and for deterministic operations.
 func (t Table) Keys() []ServiceKey {
