@@ -59,12 +59,14 @@ func (nd *node) stop() {
 	}
 }
 
-func (nd *node) state(t *testing.T) State {
+func (nd *node) state(t *testing.T) State { return nd.status(t).State }
+
+func (nd *node) status(t *testing.T) InstanceStatus {
 	st, err := nd.n.Status(context.Background())
 	if err != nil || len(st) == 0 {
 		t.Fatalf("status: %v", err)
 	}
-	return st[0].State
+	return st[0]
 }
 
 type testWriter struct {
@@ -141,12 +143,17 @@ func TestKeepalivedInterop(t *testing.T) {
 					dPrio, kPrio = 100, 150
 				}
 				vip := strings.Split(c.vip, "/")[0]
-				nd := startNode(t, a, nstest.Instance("dda", dPrio, c.version, c.interval, c.vip, c.extra))
-				ka := nstest.Keepalived(t, b, nstest.Instance("ddb", kPrio, c.version, c.interval, c.vip, c.extra))
 				limit := 5 * time.Second
 				interval, _ := time.ParseDuration(c.interval + "s")
 				hold := 3*interval + 200*time.Millisecond
+				// The side that is to be master starts first and takes the
+				// VIP; the other then starts into its adverts. (Started
+				// together, both may time out within a millisecond of each
+				// other and both be master for that long, as the RFCs allow.)
 				if directordHigher {
+					nd := startNode(t, a, nstest.Instance("dda", dPrio, c.version, c.interval, c.vip, c.extra))
+					nstest.WaitFor(t, limit, "directord master", func() bool { return nd.state(t) == Master })
+					nstest.Keepalived(t, b, nstest.Instance("ddb", kPrio, c.version, c.interval, c.vip, c.extra))
 					converged := func() bool {
 						return nd.state(t) == Master && a.HasAddr(t, "dda", vip) && !b.HasAddr(t, "ddb", vip)
 					}
@@ -159,11 +166,18 @@ func TestKeepalivedInterop(t *testing.T) {
 					}
 					return
 				}
+				ka := nstest.Keepalived(t, b, nstest.Instance("ddb", kPrio, c.version, c.interval, c.vip, c.extra))
+				nstest.WaitFor(t, limit, "keepalived master", func() bool { return b.HasAddr(t, "ddb", vip) })
+				nd := startNode(t, a, nstest.Instance("dda", dPrio, c.version, c.interval, c.vip, c.extra))
 				converged := func() bool {
-					return nd.state(t) == Backup && b.HasAddr(t, "ddb", vip) && !a.HasAddr(t, "dda", vip)
+					st := nd.status(t)
+					return st.State == Backup && st.MasterAddr.IsValid() && b.HasAddr(t, "ddb", vip) && !a.HasAddr(t, "dda", vip)
 				}
 				nstest.WaitFor(t, limit, "keepalived master with the VIP, directord backup", converged)
 				nstest.HoldFor(t, hold, "keepalived master, directord backup", converged)
+				if st := nd.status(t); st.Transitions != 1 {
+					t.Errorf("directord made %d transitions before the hand-over, want 1 (INIT to BACKUP)", st.Transitions)
+				}
 				ka.Stop(10 * time.Second)
 				nstest.WaitFor(t, limit, "directord takes over", func() bool {
 					return nd.state(t) == Master && a.HasAddr(t, "dda", vip)
