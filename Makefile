@@ -102,7 +102,7 @@ bench-checks:
 	@mkdir -p $(UML_BIN)
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
 	$(GO) test -c -o $(UML_BIN)/integration-lvs.test ./integration/lvs
-	integration/uml/run.sh -m $(UML_MEM) -e BENCH_VS=$${BENCH_VS:-10} -e BENCH_RS=$${BENCH_RS:-10} \
+	integration/uml/run.sh -m $(UML_MEM) -e "BENCH_WRAP=$${BENCH_WRAP:-}" -e BENCH_VS=$${BENCH_VS:-10} -e BENCH_RS=$${BENCH_RS:-10} \
 		-C integration/lvs -- ../../$(UML_BIN)/integration-lvs.test \
 		-test.run '^$$' -test.bench ChecksBesideKeepalived -test.benchtime 1x
 

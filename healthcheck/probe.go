@@ -57,11 +57,11 @@ func TargetOf(c *config.Checker, rs *config.RealServer) Target {
 
 func (t Target) dialer() *net.Dialer {
 	// No TCP keepalive: a probe's connection lives for one request, and
-	// its settings would cost four system calls a probe.
-	d := &net.Dialer{Timeout: t.Timeout, KeepAlive: -1}
-	if t.Bind.IsValid() || t.Bind.Port() != 0 {
-		d.LocalAddr = net.TCPAddrFromAddrPort(t.Bind)
-	}
+	// its settings would cost four system calls a probe. No Timeout
+	// either: the caller's context carries the deadline, and a second
+	// one would cost a timer and clock readings more (which are system
+	// calls where there is no vDSO, as in the benchmark's guest).
+	d := &net.Dialer{KeepAlive: -1}
 	d.Control = func(_, _ string, rc syscall.RawConn) error {
 		var err error
 		rc.Control(func(fd uintptr) {
@@ -85,6 +85,10 @@ func (t Target) dialer() *net.Dialer {
 // closeNow closes a probe's connection with a reset (linger 0), as
 // keepalived does, so that no TIME_WAIT holds a fixed bind_port.
 func closeNow(c net.Conn) {
+	if s, ok := c.(*stoppable); ok {
+		s.stop()
+		c = s.Conn
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetLinger(0)
 	} else if tc, ok := c.(*tls.Conn); ok {
@@ -147,9 +151,9 @@ type TCP struct{ Target Target }
 // Probe connects and closes.
 func (p *TCP) Probe(ctx context.Context) Result {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, p.Target.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, start.Add(p.Target.Timeout))
 	defer cancel()
-	c, err := p.Target.dialer().DialContext(ctx, "tcp", p.Target.Addr.String())
+	c, err := p.Target.dial(ctx)
 	if err != nil {
 		return failure(start, "connect", err)
 	}
@@ -224,27 +228,71 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 
 // dial opens the probe's connection: TCP, then TLS for SSL_GET, with our
 // own handshake (without enable_sni no server name is sent, as keepalived).
-func (p *HTTP) dial(ctx context.Context) (net.Conn, error) {
-	raw, err := p.Target.dialer().DialContext(ctx, "tcp", p.Target.Addr.String())
-	if err != nil || p.TLS == nil {
-		return raw, err
+//
+// The connection's own deadline bounds the handshake, the request and the
+// answer; a context ended early (directord stopping) moves it to now.
+// That is cheaper than HandshakeContext, which watches the context from a
+// goroutine of its own.
+func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
+	raw, err := p.Target.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
+	if p.TLS == nil {
+		return &stoppable{raw, stop}, nil
 	}
 	// The handshake is the CPU-heavy part of a check: a bounded number at
 	// once, so that they stay fast when the CPU is what limits them.
 	select {
 	case handshakes <- struct{}{}:
 	case <-ctx.Done():
-		raw.Close()
+		stop()
+		closeNow(raw)
 		return nil, ctx.Err()
 	}
 	c := tls.Client(raw, p.TLS)
-	err = c.HandshakeContext(ctx)
+	err = c.Handshake()
 	<-handshakes
 	if err != nil {
+		stop()
 		closeNow(raw)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return nil, &tlsError{err}
 	}
-	return c, nil
+	return &stoppable{c, stop}, nil
+}
+
+// stoppable is a probe's connection with its context watch, undone at
+// close.
+type stoppable struct {
+	net.Conn
+	stop func() bool
+}
+
+func (s *stoppable) Close() error {
+	s.stop()
+	return s.Conn.Close()
+}
+
+// dial connects to the target within ctx.
+func (t Target) dial(ctx context.Context) (*net.TCPConn, error) {
+	var bind netip.AddrPort
+	if t.Bind.IsValid() || t.Bind.Port() != 0 {
+		bind = t.Bind
+		if !bind.Addr().IsValid() {
+			// A bind_port alone: any address of the target's family.
+			any := netip.IPv4Unspecified()
+			if t.Addr.Addr().Is6() && !t.Addr.Addr().Is4In6() {
+				any = netip.IPv6Unspecified()
+			}
+			bind = netip.AddrPortFrom(any, t.Bind.Port())
+		}
+	}
+	return t.dialer().DialTCP(ctx, "tcp", bind, t.Addr)
 }
 
 // handshakes bounds the TLS handshakes in flight, across all checks.
@@ -259,16 +307,22 @@ func (e *tlsError) Unwrap() error { return e.err }
 // Probe fetches every URL in turn; the first that fails decides.
 func (p *HTTP) Probe(ctx context.Context) Result {
 	start := time.Now()
-	for _, u := range p.URLs {
-		if r, ok := p.get(ctx, u, start); !ok {
+	for i, u := range p.URLs {
+		from := start
+		if i > 0 {
+			from = time.Now()
+		}
+		if r, ok := p.get(ctx, u, start, from.Add(p.Target.Timeout)); !ok {
 			return r
 		}
 	}
 	return Result{Outcome: Up, Reason: "all URLs answered", Latency: time.Since(start), Weight: -1}
 }
 
-func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result, bool) {
-	ctx, cancel := context.WithTimeout(ctx, p.Target.Timeout)
+// get fetches one URL on a connection of its own, which must be done by
+// deadline (connect_timeout from its start).
+func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time) (Result, bool) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	host := u.VirtualHost
 	if host == "" {
@@ -294,7 +348,7 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result,
 	// rather than through net/http's Transport, whose goroutines and
 	// channels per connection cost more than the request when thousands
 	// of checks run.
-	conn, err := p.dial(ctx)
+	conn, err := p.dial(ctx, deadline)
 	if err != nil {
 		what := "GET " + path
 		var te *tlsError
@@ -304,11 +358,6 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start time.Time) (Result,
 		return failure(start, what, err), false
 	}
 	defer closeNow(conn)
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	// Cancelled (directord stopping): end the reads and writes now.
-	defer context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })()
 	if _, err := fmt.Fprintf(conn, "GET %s %s\r\nHost: %s\r\nUser-Agent: directord-healthcheck\r\nConnection: close\r\n\r\n",
 		path, p.proto, host); err != nil {
 		return failure(start, "GET "+path, err), false

@@ -339,3 +339,31 @@ func TestNetUnreachableIsSilentNotLocal(t *testing.T) {
 		t.Errorf("ENETUNREACH: %s silent %v, want down and silent (EgressDown decides)", r.Outcome, r.Silent)
 	}
 }
+
+// TestProbeBindPortAlone: a bind_port without bindto connects from that
+// port, from any address.
+func TestProbeBindPortAlone(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	from := make(chan netip.AddrPort, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		from <- netip.MustParseAddrPort(c.RemoteAddr().String())
+		c.Close()
+	}()
+	free := closedPort(t)
+	p := &TCP{Target: Target{Addr: netip.MustParseAddrPort(ln.Addr().String()), Timeout: time.Second,
+		Bind: netip.AddrPortFrom(netip.Addr{}, free.Port())}}
+	if r := probe(t, p); r.Outcome != Up {
+		t.Fatalf("probe from bind_port %d: %v", free.Port(), r)
+	}
+	if got := <-from; got.Port() != free.Port() {
+		t.Errorf("connected from %v, want port %d", got, free.Port())
+	}
+}

@@ -67,8 +67,41 @@ type Runner struct {
 	// so that checks started together drift apart and never fire late.
 	Jitter float64
 	// Egress tells whether the director's own way to an address is
-	// broken (EgressDown): a failure then is Unknown, not Down.
+	// broken (EgressDown): a failure then is Unknown, not Down. Its
+	// answer for an address is kept for EgressTTL: when a link fails,
+	// thousands of probes time out together, and one question to the
+	// kernel answers them all.
 	Egress func(netip.Addr) (string, bool)
+
+	egressMu sync.Mutex
+	egress   map[netip.Addr]egressAnswer
+}
+
+// EgressTTL is how long an answer of Egress is kept.
+const EgressTTL = time.Second
+
+type egressAnswer struct {
+	why  string
+	down bool
+	at   time.Time
+}
+
+// egressDown asks Egress, or takes its answer of less than EgressTTL ago.
+func (r *Runner) egressDown(addr netip.Addr, now time.Time) (string, bool) {
+	r.egressMu.Lock()
+	a, ok := r.egress[addr]
+	r.egressMu.Unlock()
+	if ok && now.Sub(a.at) < EgressTTL && now.Sub(a.at) >= 0 {
+		return a.why, a.down
+	}
+	why, down := r.Egress(addr)
+	r.egressMu.Lock()
+	defer r.egressMu.Unlock()
+	if r.egress == nil || len(r.egress) > 4096 {
+		r.egress = map[netip.Addr]egressAnswer{} // forget old answers wholesale
+	}
+	r.egress[addr] = egressAnswer{why, down, now}
+	return why, down
 }
 
 // Concurrency bounds the probes in flight, and so the descriptors they
@@ -193,10 +226,11 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 		if ctx.Err() != nil {
 			return
 		}
+		end := time.Now()
 		// Only a silent failure can be this director's broken link: a
 		// status 500 or a refused connection came from the real server.
 		if res.Outcome == Down && res.Silent && r.Egress != nil {
-			if why, down := r.Egress(c.target); down {
+			if why, down := r.egressDown(c.target, end); down {
 				res.Outcome, res.Reason = Unknown, why+" ("+res.Reason+")"
 			}
 		}
@@ -206,7 +240,7 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 		// the next one back: a server that answers again is seen within
 		// one delay_loop.
 		var next time.Duration
-		if r.record(c, res) {
+		if r.record(c, res, end) {
 			next = c.Cfg.DelayBeforeRetry
 			if res.Outcome == Unknown {
 				// This director's own trouble (out of descriptors): do not
@@ -218,7 +252,7 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 			if r.Jitter > 0 {
 				next -= time.Duration(rand.Float64() * r.Jitter * float64(next))
 			}
-			next -= time.Since(start)
+			next -= end.Sub(start)
 		}
 		t.Reset(max(next, time.Millisecond))
 	}
@@ -227,11 +261,11 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 // record takes a probe's result: the checker's verdict, then its real
 // server's, emitted if it changed. It reports whether the next probe is a
 // retry.
-func (r *Runner) record(c *Check, res Result) bool {
+func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	s := c.srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.last, c.lastAt = res, time.Now()
+	c.last, c.lastAt = res, now
 	changed, retry := c.Verdict.Next(res.Outcome)
 	s.pool.local(s.idx, res.Outcome == Unknown, r.log)
 	if res.Outcome == Down || (res.Outcome == Unknown && c.Cfg.LogAllFailures) {

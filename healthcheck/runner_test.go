@@ -309,3 +309,47 @@ virtual_server 192.0.2.1 80 {
 		<-done
 	})
 }
+
+// TestEgressAsked: when a link fails, 200 checks time out together; the
+// kernel is asked about each address at most once per EgressTTL, and an
+// answer that changed is taken once it is older than that.
+func TestEgressAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, poolConf(200, "connect_timeout 1\n delay_loop 2\n retry 0"))
+		for _, rs := range cfg.VirtualServers[0].RealServers {
+			rs.Checkers[0].ConnectIP = netip.MustParseAddr("10.9.9.9") // one address for all
+		}
+		rec := &recorder{}
+		r, err := New(cfg, rec.emit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked atomic.Int64
+		var linkDown atomic.Bool
+		linkDown.Store(true)
+		r.Egress = func(netip.Addr) (string, bool) {
+			asked.Add(1)
+			return "this director's interface eth0 is down", linkDown.Load()
+		}
+		for _, c := range r.Checks() {
+			c.Prober = &fake{timeout: time.Second}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		time.Sleep(20 * time.Second)
+		if n := asked.Load(); n < 5 || n > 21 {
+			t.Errorf("Egress asked %d times in 20 s for one address, want at most one a second", n)
+		}
+		if len(rec.events) != 0 {
+			t.Fatalf("events %+v while this director's link was down", rec.events)
+		}
+		linkDown.Store(false)
+		time.Sleep(5 * time.Second)
+		cancel()
+		<-done
+		if len(rec.events) != 200 {
+			t.Errorf("%d real servers went down once the link was up, want 200", len(rec.events))
+		}
+	})
+}
