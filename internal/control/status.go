@@ -1,0 +1,107 @@
+// Package control is directord's control interface: the status model that
+// directorctl shows and the metrics are read from, and the HTTP API on a
+// Unix socket that only root may use.
+package control
+
+import "time"
+
+// Status is a snapshot of a running directord.
+type Status struct {
+	Version    string    `json:"version"`
+	PID        int       `json:"pid"`
+	Started    time.Time `json:"started"`
+	ConfigFile string    `json:"config_file"`
+	// Reloads: the last attempt and the last that succeeded (zero if
+	// none), and the counts of each outcome since start.
+	LastReload     *Reload   `json:"last_reload,omitempty"`
+	LastGoodReload time.Time `json:"last_good_reload"`
+	ReloadsOK      uint64    `json:"reloads_ok"`
+	ReloadsFailed  uint64    `json:"reloads_failed"`
+
+	Instances      []Instance      `json:"instances"`
+	VirtualServers []VirtualServer `json:"virtual_servers"`
+	// Drained lists the real servers an operator drained (ADDR:PORT),
+	// which keep weight 0 until undrained, across reloads.
+	Drained []string `json:"drained"`
+	IPVS    IPVS     `json:"ipvs"`
+}
+
+// Reload is one reload's outcome.
+type Reload struct {
+	At    time.Time `json:"at"`
+	OK    bool      `json:"ok"`
+	Error string    `json:"error,omitempty"` // names file:line when the file was bad
+}
+
+// Instance is one VRRP instance.
+type Instance struct {
+	Name      string `json:"name"`
+	VRID      uint8  `json:"vrid"`
+	Interface string `json:"interface"`
+	Version   int    `json:"version"`
+	// State is INIT, BACKUP, MASTER or FAULT.
+	State             string    `json:"state"`
+	Since             time.Time `json:"since"`
+	Priority          uint8     `json:"priority"`           // configured
+	EffectivePriority uint8     `json:"effective_priority"` // after tracking
+	MasterAddr        string    `json:"master_addr,omitempty"`
+	VIPs              []string  `json:"vips"`
+
+	AdvertsSent     uint64            `json:"adverts_sent"`
+	AdvertsReceived uint64            `json:"adverts_received"`
+	Transitions     uint64            `json:"transitions"`
+	Drops           map[string]uint64 `json:"drops,omitempty"` // by reason
+}
+
+// VirtualServer is one configured virtual server (or group).
+type VirtualServer struct {
+	Name       string `json:"name"`     // as written: "192.0.2.1 443", "fwmark 1", "group web"
+	Position   string `json:"position"` // file:line
+	Protocol   string `json:"protocol"`
+	Scheduler  string `json:"scheduler"`
+	Forwarding string `json:"forwarding"` // DR, NAT, TUN
+	QuorumUp   bool   `json:"quorum_up"`
+	Reals      []Real `json:"reals"`
+}
+
+// Real is one real server of a virtual server.
+type Real struct {
+	Addr    string `json:"addr"` // ADDR:PORT
+	Alive   bool   `json:"alive"`
+	Drained bool   `json:"drained"`
+	// Weight is the configured weight (with misc_dynamic changes);
+	// EffectiveWeight what the kernel gets (0 when drained or inhibited,
+	// -1 when the real server is not in the kernel's table).
+	Weight          int     `json:"weight"`
+	EffectiveWeight int     `json:"effective_weight"`
+	Checks          []Check `json:"checks"`
+}
+
+// Check is a checker's last result.
+type Check struct {
+	Type string `json:"type"` // SSL_GET, HTTP_GET, TCP_CHECK, MISC_CHECK
+	// Result is up, down or unknown; empty before the first probe.
+	Result  string        `json:"result"`
+	Reason  string        `json:"reason,omitempty"`
+	Latency time.Duration `json:"latency_ns"`
+	At      time.Time     `json:"at"`
+}
+
+// IPVS counts the operations the reconciler sent to the kernel.
+type IPVS struct {
+	Operations uint64    `json:"operations"`
+	Errors     uint64    `json:"errors"`
+	LastSync   time.Time `json:"last_sync"`
+}
+
+// Backend is what the control API asks of the daemon.
+type Backend interface {
+	Status() Status
+	// Drain sets a real server (ADDR:PORT, in every virtual server that
+	// has it) to weight 0, or back (on false); it fails for an unknown
+	// real server.
+	Drain(real string, on bool) error
+	// Reload reads the configuration file again, as SIGHUP does, and
+	// reports the outcome.
+	Reload() Reload
+}
