@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/directord/directord/config"
@@ -51,6 +53,17 @@ type LVS struct {
 	notesMu   sync.Mutex
 	notesShut bool
 
+	// gen counts reloads: verdicts of an older generation's checks are
+	// dropped, their indices are of another configuration.
+	gen     int
+	drained map[netip.AddrPort]bool // real servers kept at weight 0 by the operator
+	ctl     chan func()             // run in Run's goroutine: reloads, drains, status
+	// reprogram asks Run for a full sync after a ctl function.
+	reprogram bool
+
+	ops, opErrors atomic.Uint64
+	lastSync      atomic.Int64 // unix nanoseconds
+
 	mu      sync.Mutex
 	vrrp    map[string]vrrp.State // the latest state of each instance
 	kick    chan struct{}
@@ -60,8 +73,8 @@ type LVS struct {
 
 // update is a health verdict on real server rs of pool.
 type update struct {
-	pool, rs int
-	st       RealState
+	gen, pool, rs int
+	st            RealState
 }
 
 // NewLVS prepares the data plane of cfg; nothing reaches the kernel
@@ -83,6 +96,8 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 		RetryMax: 30 * time.Second,
 		vrrp:     map[string]vrrp.State{},
 		updates:  make(chan update, 64),
+		drained:  map[netip.AddrPort]bool{},
+		ctl:      make(chan func()),
 		kick:     make(chan struct{}, 1),
 		synced:   make(chan struct{}),
 		stopped:  make(chan struct{}),
@@ -139,8 +154,14 @@ func (l *LVS) Seed(pool, rs int, st RealState) {
 // index in the configuration) of pool; it blocks only while the LVS is
 // busy with the kernel, and not at all once Run has returned.
 func (l *LVS) Report(ctx context.Context, pool, rs int, st RealState) {
+	l.ReportGen(ctx, 0, pool, rs, st)
+}
+
+// ReportGen is Report from the checks of generation gen (0 at start, then
+// what Reload returned): a verdict of an older generation is dropped.
+func (l *LVS) ReportGen(ctx context.Context, gen, pool, rs int, st RealState) {
 	select {
-	case l.updates <- update{pool, rs, st}:
+	case l.updates <- update{gen, pool, rs, st}:
 	case <-ctx.Done():
 	case <-l.stopped:
 	}
@@ -161,7 +182,7 @@ func (l *LVS) Want() ipvs.Table {
 func (l *LVS) update(i int, t ipvs.Table) {
 	p := l.pools[i]
 	started := p.started
-	if !p.Update(l.states[i], t) || (!started && !p.QuorumUp() && p.VS.SorryServer == nil) {
+	if !p.Update(l.effective(i), t) || (!started && !p.QuorumUp() && p.VS.SorryServer == nil) {
 		return
 	}
 	lvl, s := slog.LevelInfo, p.VS.QuorumUp
@@ -209,8 +230,14 @@ func (l *LVS) Run(ctx context.Context) error {
 			if !syncdOK {
 				syncdOK = l.syncState()
 			}
+		case f := <-l.ctl:
+			f()
+			if l.reprogram {
+				l.reprogram = false
+				retry.Reset(0)
+			}
 		case u := <-l.updates:
-			if u.pool >= len(l.states) || u.rs >= len(l.states[u.pool]) || l.states[u.pool][u.rs] == u.st {
+			if u.gen != l.gen || u.pool >= len(l.states) || u.rs >= len(l.states[u.pool]) || l.states[u.pool][u.rs] == u.st {
 				continue
 			}
 			if was := l.states[u.pool][u.rs].Alive; was != u.st.Alive {
@@ -234,7 +261,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				delete(l.want, k)
 			}
 			l.update(u.pool, l.want)
-			if _, err := l.rec.SyncServices(l.want, p.Keys); err != nil {
+			if err := l.syncServices(p.Keys); err != nil {
 				// The full sync of the retry takes it, with the backoff;
 				// until then verdicts only update the states.
 				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
@@ -245,6 +272,7 @@ func (l *LVS) Run(ctx context.Context) error {
 		case <-retry.C:
 			l.want = l.Want()
 			res, err := l.rec.Sync(l.want)
+			l.count(len(res.Ops), err)
 			if err != nil {
 				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
 				retry.Reset(backoff)

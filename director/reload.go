@@ -1,0 +1,230 @@
+package director
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/directord/directord/config"
+	"github.com/directord/directord/ipvs"
+)
+
+// Seed is a real server's health state for a new configuration: the
+// verdicts of its checks carried over a reload.
+type Seed struct {
+	Pool, Real int
+	State      RealState
+}
+
+// errStopped is what the control calls return once Run has.
+var errStopped = errors.New("the IPVS data plane is stopped")
+
+// do runs f in Run's goroutine and waits for it.
+func (l *LVS) do(ctx context.Context, f func()) error {
+	done := make(chan struct{})
+	select {
+	case l.ctl <- func() { defer close(done); f() }:
+	case <-l.stopped:
+		return errStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-done
+	return nil
+}
+
+// Reload takes a new configuration and the health states of its real
+// servers, and returns the generation its checks report with. Only the
+// difference reaches the kernel: the reconciler leaves alone what is
+// already right, so an unchanged virtual server or real server is not
+// touched; virtual servers gone from the configuration are removed. A
+// pool that is the same (same services, quorum and hysteresis) keeps its
+// quorum state, so a reload runs no quorum script.
+func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int, error) {
+	pools, err := NewPools(cfg)
+	if err != nil {
+		return 0, err
+	}
+	var gen int
+	var rerr error
+	err = l.do(ctx, func() {
+		old := map[string]*Pool{}
+		for _, p := range l.pools {
+			old[poolKey(p)] = p
+		}
+		states := make([][]RealState, len(pools))
+		for i, p := range pools {
+			if o := old[poolKey(p)]; o != nil {
+				p.quorumUp, p.started = o.quorumUp, o.started
+			}
+			states[i] = p.InitialStates()
+		}
+		for _, s := range seeds {
+			if s.Pool < len(states) && s.Real < len(states[s.Pool]) {
+				states[s.Pool][s.Real] = s.State
+			}
+		}
+		g, og := cfg.Global, l.cfg.Global
+		if !reflect.DeepEqual(g.SyncDaemon, og.SyncDaemon) {
+			if err := l.syncd.Reload(g.SyncDaemon); err != nil {
+				rerr = fmt.Errorf("ipvs sync daemon: %w", err)
+			}
+		}
+		if t := g.LVSTimeouts; t != nil && !reflect.DeepEqual(t, og.LVSTimeouts) {
+			if err := l.k.SetTimeouts(ipvs.Timeouts{TCP: t.TCP, TCPFin: t.TCPFin, UDP: t.UDP}); err != nil {
+				rerr = errors.Join(rerr, fmt.Errorf("lvs_timeouts: %w", err))
+			}
+		}
+		l.cfg, l.pools, l.states = cfg, pools, states
+		l.gen++
+		gen = l.gen
+		l.want = nil
+		l.reprogram = true
+	})
+	if err != nil {
+		return 0, err
+	}
+	return gen, rerr
+}
+
+// poolKey names a pool by what decides its quorum state: its services
+// and quorum settings.
+func poolKey(p *Pool) string {
+	return fmt.Sprint(p.Keys, p.VS.Quorum, p.VS.Hysteresis, p.VS.SorryServer != nil)
+}
+
+// ErrUnknownReal is Drain's error for a real server in no virtual server.
+var ErrUnknownReal = errors.New("no virtual server has this real server")
+
+// Drain sets real server addr (in every virtual server that has it) to
+// weight 0, or gives it its weight back. It stays in the kernel's table,
+// so its established connections go on; new ones go to the others. The
+// drain outlives reloads until undone.
+func (l *LVS) Drain(ctx context.Context, addr netip.AddrPort, on bool) error {
+	var found bool
+	err := l.do(ctx, func() {
+		for _, p := range l.pools {
+			for _, rs := range p.VS.RealServers {
+				found = found || rs.Addr == addr
+			}
+		}
+		switch {
+		case on && found && !l.drained[addr]:
+			l.drained[addr] = true
+		case !on && l.drained[addr]:
+			delete(l.drained, addr)
+			found = true // undrain what is not in the configuration anymore
+		default:
+			return
+		}
+		l.log.Info("real server drain", "real_server", addr.String(), "drained", on)
+		l.want = nil
+		l.reprogram = true
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%s: %w", addr, ErrUnknownReal)
+	}
+	return nil
+}
+
+// effective is pool i's real server states with the drained ones at
+// weight 0.
+func (l *LVS) effective(i int) []RealState {
+	st := l.states[i]
+	if len(l.drained) == 0 {
+		return st
+	}
+	var out []RealState
+	for j, rs := range l.pools[i].VS.RealServers {
+		if j < len(st) && l.drained[rs.Addr] {
+			if out == nil {
+				out = slices.Clone(st)
+			}
+			out[j].Weight = 0
+		}
+	}
+	if out == nil {
+		return st
+	}
+	return out
+}
+
+// syncServices programs the services of one pool and counts what it did.
+func (l *LVS) syncServices(keys []ipvs.ServiceKey) error {
+	res, err := l.rec.SyncServices(l.want, keys)
+	l.count(len(res.Ops), err)
+	return err
+}
+
+func (l *LVS) count(ops int, err error) {
+	l.ops.Add(uint64(ops))
+	if err != nil {
+		l.opErrors.Add(1)
+		return
+	}
+	l.lastSync.Store(time.Now().UnixNano())
+}
+
+// PoolStatus is a pool's state, for status and metrics.
+type PoolStatus struct {
+	VS       *config.VirtualServer
+	QuorumUp bool
+	Reals    []RealStatus
+}
+
+// RealStatus is a real server's state in its pool.
+type RealStatus struct {
+	Addr    netip.AddrPort
+	Alive   bool
+	Drained bool
+	Weight  int // the checks' weight
+	// Effective is the weight the kernel gets, or -1 when the real server
+	// is left out of the table.
+	Effective int
+}
+
+// Status is every pool's state and the drained real servers.
+func (l *LVS) Status(ctx context.Context) ([]PoolStatus, []netip.AddrPort, error) {
+	var out []PoolStatus
+	var drained []netip.AddrPort
+	err := l.do(ctx, func() {
+		for i, p := range l.pools {
+			ps := PoolStatus{VS: p.VS, QuorumUp: p.quorumUp}
+			eff := l.effective(i)
+			for j, rs := range p.VS.RealServers {
+				st := eff[j]
+				r := RealStatus{Addr: rs.Addr, Alive: l.states[i][j].Alive, Drained: l.drained[rs.Addr],
+					Weight: l.states[i][j].Weight, Effective: -1}
+				switch {
+				case st.Alive && (p.quorumUp || p.VS.SorryServer == nil):
+					r.Effective = st.Weight
+				case rs.InhibitOnFailure:
+					r.Effective = 0
+				}
+				ps.Reals = append(ps.Reals, r)
+			}
+			out = append(out, ps)
+		}
+		for a := range l.drained {
+			drained = append(drained, a)
+		}
+	})
+	slices.SortFunc(drained, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	return out, drained, err
+}
+
+// Counters are the kernel operations sent, the failed syncs and the time
+// of the last good one.
+func (l *LVS) Counters() (ops, errs uint64, last time.Time) {
+	if n := l.lastSync.Load(); n != 0 {
+		last = time.Unix(0, n)
+	}
+	return l.ops.Load(), l.opErrors.Load(), last
+}
