@@ -31,6 +31,7 @@ type Check struct {
 	dynamic int // misc_dynamic's contribution to the weight
 	last    Result
 	lastAt  time.Time
+	key     string // what the checker is, wherever it is written: see Adopt
 }
 
 // server is a real server's checks, whose verdicts combine: it is alive
@@ -125,6 +126,7 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 		ca = cfg.SSL.CA
 	}
 	var errs []error
+	seen := map[string]bool{}
 	for pi, vs := range cfg.VirtualServers {
 		p := &pool{name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
 		for ri, rs := range vs.RealServers {
@@ -151,6 +153,11 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 				}
 				ch := &Check{Cfg: c, Prober: pr, Verdict: NewVerdict(c.Retry, c.Rise, c.Fall, c.Alpha), srv: s,
 					target: TargetOf(c, rs).Addr.Addr()}
+				ch.key = vs.Identity() + " " + rs.Addr.String() + " " + config.Canonical(c)
+				for seen[ch.key] {
+					ch.key += "+" // the same checker twice on one real server
+				}
+				seen[ch.key] = true
 				s.checks = append(s.checks, ch)
 				s.alive = s.alive && ch.Verdict.Up()
 				r.checks = append(r.checks, ch)
@@ -174,6 +181,46 @@ func (r *Runner) Initial() []Event {
 	}
 	return out
 }
+
+// Adopt takes over the state of old's checks, after a reload: a checker
+// that is the same (same virtual server, real server and settings,
+// wherever the file has them) keeps its verdict, its count of failures or
+// successes in a row, its misc_dynamic weight and its last result, so an
+// unchanged real server keeps its health state. Call it before Run, with
+// old stopped; it reports how many checks were adopted.
+func (r *Runner) Adopt(old *Runner) int {
+	prev := map[string]*Check{}
+	for _, c := range old.checks {
+		prev[c.key] = c
+	}
+	n := 0
+	touched := map[*server]bool{}
+	for _, c := range r.checks {
+		o := prev[c.key]
+		if o == nil {
+			continue
+		}
+		o.srv.mu.Lock()
+		*c.Verdict = *o.Verdict
+		c.last, c.lastAt, c.dynamic = o.last, o.lastAt, o.dynamic
+		o.srv.mu.Unlock()
+		touched[c.srv] = true
+		n++
+	}
+	for s := range touched {
+		s.alive, s.weight = true, s.cfg.Weight
+		for _, c := range s.checks {
+			s.alive = s.alive && c.Verdict.Up()
+			s.weight += c.dynamic
+		}
+		s.weight = max(s.weight, 0)
+	}
+	return n
+}
+
+// Where is the check's virtual server and real server, by their indices
+// in the configuration.
+func (c *Check) Where() (pool, real int) { return c.srv.pool.idx, c.srv.idx }
 
 // Checks are the checks, for status and metrics.
 func (r *Runner) Checks() []*Check { return r.checks }

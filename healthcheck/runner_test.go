@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -350,6 +351,59 @@ func TestEgressAsked(t *testing.T) {
 		<-done
 		if len(rec.events) != 200 {
 			t.Errorf("%d real servers went down once the link was up, want 200", len(rec.events))
+		}
+	})
+}
+
+// TestAdoptAcrossReload: after a reload that moves the file's lines, a
+// real server that was down stays down, one half-way through its retries
+// keeps its count, and a real server whose checker changed starts afresh.
+func TestAdoptAcrossReload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conf := poolConf(3, "connect_timeout 1\n delay_loop 2\n retry 1")
+		cfg := parse(t, conf)
+		rec := &recorder{}
+		old, err := New(cfg, rec.emit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Egress = nil
+		for _, c := range old.Checks() {
+			c.Prober = &fake{timeout: time.Second} // none answers
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { old.Run(ctx); close(done) }()
+		time.Sleep(30 * time.Second)
+		cancel()
+		<-done
+		if len(rec.events) != 3 {
+			t.Fatalf("events %+v, want the 3 real servers down", rec.events)
+		}
+		// The same file two lines lower, the third real server's checker
+		// changed.
+		moved := "\n\n" + conf
+		i := strings.LastIndex(moved, "retry 1")
+		moved = moved[:i] + "retry 2" + moved[i+len("retry 1"):]
+		nr, err := New(parse(t, moved), rec.emit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := nr.Adopt(old); n != 2 {
+			t.Errorf("adopted %d checks, want 2", n)
+		}
+		var alive []bool
+		for _, e := range nr.Initial() {
+			alive = append(alive, e.Alive)
+		}
+		if want := []bool{false, false, true}; !reflect.DeepEqual(alive, want) {
+			t.Errorf("after the reload alive %v, want %v", alive, want)
+		}
+		if r, at := nr.Checks()[0].Last(); r.Outcome != Down || at.IsZero() {
+			t.Errorf("the last result was not kept: %+v at %v", r, at)
+		}
+		if p, rs := nr.Checks()[2].Where(); p != 0 || rs != 2 {
+			t.Errorf("Where %d %d", p, rs)
 		}
 	})
 }
