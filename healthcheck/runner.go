@@ -74,6 +74,10 @@ type Runner struct {
 	// kernel answers them all.
 	Egress func(netip.Addr) (string, bool)
 
+	// OnResult, if set, sees every probe's result (metrics); it must not
+	// block.
+	OnResult func(c *Check, res Result)
+
 	egressMu sync.Mutex
 	egress   map[netip.Addr]egressAnswer
 }
@@ -286,6 +290,9 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 		// one, so that a probe that waited out its timeout does not push
 		// the next one back: a server that answers again is seen within
 		// one delay_loop.
+		if r.OnResult != nil {
+			r.OnResult(c, res)
+		}
 		var next time.Duration
 		if r.record(c, res, end) {
 			next = c.Cfg.DelayBeforeRetry

@@ -30,7 +30,7 @@ type Node struct {
 	socks      []*sock
 	insts      []*instance
 	track      *tracking
-	observe    func(Event)
+	observe    atomic.Pointer[func(Event)]
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the
@@ -42,8 +42,9 @@ type Event struct {
 }
 
 // Observe makes the Node call f with every transition of every instance,
-// from the instance's goroutine: f must not block. Call it before Run.
-func (n *Node) Observe(f func(Event)) { n.observe = f }
+// from the instance's goroutine: f must not block. It may be called while
+// the Node runs (a reload that adds virtual servers).
+func (n *Node) Observe(f func(Event)) { n.observe.Store(&f) }
 
 // sock is one Conn with the instances that listen on it.
 type sock struct {
@@ -81,6 +82,7 @@ type instance struct {
 	sent        atomic.Uint64
 	received    atomic.Uint64
 	transitions atomic.Uint64
+	since       atomic.Int64 // unix nanoseconds of the last transition
 }
 
 // NewNode opens the sockets of every instance of cfg. It must run on a
@@ -444,10 +446,11 @@ func (in *instance) announce(done chan<- struct{}) {
 // state none.
 func (in *instance) Transition(from, to State) {
 	in.transitions.Add(1)
+	in.since.Store(time.Now().UnixNano())
 	in.node.log.Info("vrrp transition", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "from", from.String(), "to", to.String())
 	in.state.Store(uint32(to))
-	if f := in.node.observe; f != nil {
-		f(Event{Instance: in.cfg.Name, VRID: uint8(in.cfg.VRID), From: from, To: to})
+	if f := in.node.observe.Load(); f != nil {
+		(*f)(Event{Instance: in.cfg.Name, VRID: uint8(in.cfg.VRID), From: from, To: to})
 	}
 	defer in.notify(to, in.drv.m.Priority())
 	defer in.groupNotify(to)
@@ -512,6 +515,7 @@ type InstanceStatus struct {
 	Sent        uint64
 	Received    uint64
 	Transitions uint64
+	Since       time.Time // the last transition
 	Drops       map[string]uint64
 }
 
@@ -525,6 +529,9 @@ func (n *Node) Status(ctx context.Context) ([]InstanceStatus, error) {
 		}
 		s := InstanceStatus{Name: in.cfg.Name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
 			Sent: in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
+		if ns := in.since.Load(); ns != 0 {
+			s.Since = time.Unix(0, ns)
+		}
 		for _, r := range DropReasons() {
 			if v := in.drops[r].Load() + in.sock.drops[r].Load(); v > 0 {
 				s.Drops[r.String()] = v

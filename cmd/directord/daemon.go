@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -20,12 +23,70 @@ import (
 	"github.com/directord/directord/vrrp"
 )
 
-// daemon runs the configuration until SIGTERM or SIGINT: VRRP (unless
-// -C), and the health checks with the IPVS data plane (unless -P).
-func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
-	log := newLogger(o, stderr)
-	runVRRP := !o.checkOnly || o.vrrpOnly
-	runLVS := (!o.vrrpOnly || o.checkOnly) && (len(cfg.VirtualServers) > 0 || cfg.Global.SyncDaemon != nil)
+// daemon is a running directord: VRRP (unless -C), and the health checks
+// with the IPVS data plane (unless -P), which a reload changes in place.
+type daemon struct {
+	o       *options
+	log     *slog.Logger
+	started time.Time
+
+	mu  sync.Mutex // one reload at a time; guards what follows
+	cfg *config.Config
+
+	node     *vrrp.Node
+	nodeStop context.CancelFunc
+	nodeDone chan error
+	nodeKey  string // config.Canonical of what the node runs
+
+	k          *ipvs.Client
+	lvs        *director.LVS
+	lvsStop    context.CancelFunc
+	lvsDone    chan error
+	checks     *healthcheck.Runner
+	checksStop context.CancelFunc
+	checksDone chan struct{}
+	gen        int // the checks' generation, for LVS.ReportGen
+
+	reloads reloadStats
+	// onResult sees every probe's result (the metrics).
+	onResult func(*healthcheck.Check, healthcheck.Result)
+}
+
+type reloadStats struct {
+	last       *reloadOutcome
+	lastGood   time.Time
+	ok, failed uint64
+}
+
+type reloadOutcome struct {
+	at  time.Time
+	err error
+}
+
+func (d *daemon) runVRRP() bool { return !d.o.checkOnly || d.o.vrrpOnly }
+func (d *daemon) runLVS(cfg *config.Config) bool {
+	return (!d.o.vrrpOnly || d.o.checkOnly) && (len(cfg.VirtualServers) > 0 || cfg.Global.SyncDaemon != nil)
+}
+
+// vrrpKey is what of a configuration the VRRP node runs: a reload that
+// leaves it the same leaves the node alone, with its state and its
+// addresses.
+func vrrpKey(cfg *config.Config) string {
+	g := cfg.Global
+	g.SyncDaemon, g.LVSTimeouts, g.LVSFlush, g.LVSFlushOnStop = nil, nil, false, ""
+	return config.Canonical(struct {
+		G          config.Global
+		Scripts    []*config.VRRPScript
+		SyncGroups []*config.SyncGroup
+		Instances  []*config.Instance
+	}{g, cfg.Scripts, cfg.SyncGroups, cfg.Instances})
+}
+
+// daemonMain runs the configuration until SIGTERM or SIGINT; SIGHUP
+// reloads it.
+func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
+	d := &daemon{o: o, log: newLogger(o, stderr), started: time.Now(), cfg: cfg}
+	log := d.log
 	if o.pidFile != "" {
 		if err := os.WriteFile(o.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			log.Error("write pid file", "file", o.pidFile, "err", err)
@@ -38,86 +99,307 @@ func daemon(o *options, cfg *config.Config, stderr io.Writer) int {
 	if err := renice(cfg.Global.Nice); err != nil {
 		log.Warn("could not set the nice value", "vrrp_priority", cfg.Global.Nice, "err", err)
 	}
-	if p := cfg.Global.RTPriority; p > 0 && runVRRP {
+	if p := cfg.Global.RTPriority; p > 0 && d.runVRRP() {
 		if err := setRealtime(p); err != nil {
 			log.Warn("could not set real-time scheduling", "vrrp_rt_priority", p, "err", err)
 		}
 	}
-
-	var lvs *director.LVS
-	if runLVS {
-		k, err := ipvs.Dial(nil)
-		if err != nil {
-			log.Error("ipvs: virtual servers and sync daemons cannot run", "err", err)
-			return exitFailure
-		}
-		defer k.Close()
-		lvs, err = director.NewLVS(cfg, k, log)
-		if err != nil {
-			log.Error("virtual servers", "err", err)
-			return exitFailure
-		}
-	}
-	var checks *healthcheck.Runner
-	if lvs != nil {
-		var err error
-		checks, err = healthcheck.New(cfg, func(e healthcheck.Event) {
-			lvs.Report(context.Background(), e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
-		}, log)
-		if err != nil {
-			log.Error("health checks", "err", err)
-			return exitFailure
-		}
-		for _, e := range checks.Initial() {
-			lvs.Seed(e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
-		}
-	}
-	var node *vrrp.Node
-	if runVRRP && len(cfg.Instances) > 0 {
-		h, err := netlink.NewHandle()
-		if err != nil {
-			log.Error("netlink", "err", err)
-			return exitFailure
-		}
-		defer h.Close()
-		node, err = vrrp.NewNode(cfg, h, log)
-		if err != nil {
-			log.Error("vrrp", "err", err)
-			return exitFailure
-		}
-		if lvs != nil {
-			node.Observe(lvs.Observe)
-		}
-	}
-
 	// Signals stay caught until the end: a second SIGTERM during the
 	// shutdown does not cut short the priority 0 adverts and the removal of
 	// the addresses.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	if err := d.start(cfg); err != nil {
+		log.Error("directord cannot start", "err", err)
+		d.shutdown()
+		return exitFailure
+	}
+	var aux sync.WaitGroup
+	auxCtx, stopAux := context.WithCancel(context.Background())
+	if err := d.serveAux(auxCtx, &aux); err != nil {
+		log.Error("directord cannot start", "err", err)
+		stopAux()
+		d.shutdown()
+		return exitFailure
+	}
 	log.Info("directord started", "version", version, "config", o.file,
-		"instances", len(cfg.Instances), "virtual_servers", len(cfg.VirtualServers), "vrrp", node != nil, "ipvs", lvs != nil)
-	var wg sync.WaitGroup
-	var vrrpErr, lvsErr error
-	if node != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); vrrpErr = node.Run(ctx) }()
+		"instances", len(cfg.Instances), "virtual_servers", len(cfg.VirtualServers), "vrrp", d.node != nil, "ipvs", d.lvs != nil)
+	notifyReady()
+	for {
+		select {
+		case <-hup:
+			notifyReloading()
+			d.reload()
+			notifyReady()
+			continue
+		case <-ctx.Done():
+		}
+		break
 	}
-	if lvs != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); lvsErr = lvs.Run(ctx) }()
-		// The checks stop with ctx too; their last verdicts may find the
-		// data plane gone, which Report allows.
-		wg.Add(1)
-		go func() { defer wg.Done(); checks.Run(ctx) }()
-	}
-	wg.Wait()
-	if err := errors.Join(vrrpErr, lvsErr); err != nil {
+	notifyStopping()
+	log.Info("directord stopping")
+	err := d.shutdown()
+	stopAux()
+	aux.Wait()
+	if err != nil {
 		log.Error("shutdown", "err", err)
 		return exitFailure
 	}
 	log.Info("directord stopped")
 	return exitOK
+}
+
+// start runs a configuration: the IPVS side first, so that a master's
+// traffic finds its virtual servers.
+func (d *daemon) start(cfg *config.Config) error {
+	if d.runLVS(cfg) {
+		if err := d.startLVS(cfg); err != nil {
+			return err
+		}
+	}
+	if d.runVRRP() && len(cfg.Instances) > 0 {
+		if err := d.startNode(cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *daemon) startLVS(cfg *config.Config) error {
+	k, err := ipvs.Dial(nil)
+	if err != nil {
+		return fmt.Errorf("ipvs: virtual servers and sync daemons cannot run: %w", err)
+	}
+	lvs, err := director.NewLVS(cfg, k, d.log)
+	if err != nil {
+		k.Close()
+		return fmt.Errorf("virtual servers: %w", err)
+	}
+	d.gen = 0 // a new LVS's first generation
+	checks, err := d.newChecks(cfg, lvs)
+	if err != nil {
+		k.Close()
+		return err
+	}
+	for _, e := range checks.Initial() {
+		lvs.Seed(e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
+	}
+	d.k, d.lvs = k, lvs
+	ctx, cancel := context.WithCancel(context.Background())
+	d.lvsStop, d.lvsDone = cancel, make(chan error, 1)
+	go func() { d.lvsDone <- lvs.Run(ctx) }()
+	d.runChecks(checks)
+	if d.node != nil {
+		// VRRP runs already (a reload added virtual servers): the sync
+		// daemons start from its instances' present state.
+		d.node.Observe(lvs.Observe)
+		if st, err := d.node.Status(context.Background()); err == nil {
+			for _, s := range st {
+				lvs.Observe(vrrp.Event{Instance: s.Name, To: s.State})
+			}
+		}
+	}
+	return nil
+}
+
+// newChecks makes the checks of cfg, reporting to lvs with the
+// generation in d.gen when they run.
+func (d *daemon) newChecks(cfg *config.Config, lvs *director.LVS) (*healthcheck.Runner, error) {
+	gen := &d.gen
+	checks, err := healthcheck.New(cfg, func(e healthcheck.Event) {
+		lvs.ReportGen(context.Background(), *gen, e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
+	}, d.log)
+	if err != nil {
+		return nil, fmt.Errorf("health checks: %w", err)
+	}
+	checks.OnResult = d.onResult
+	return checks, nil
+}
+
+// runChecks starts checks; d.gen must be theirs.
+func (d *daemon) runChecks(checks *healthcheck.Runner) {
+	gen := d.gen
+	ctx, cancel := context.WithCancel(context.Background())
+	d.checks, d.checksStop, d.checksDone = checks, cancel, make(chan struct{})
+	done := d.checksDone
+	go func() { defer close(done); checks.Run(ctx) }()
+	d.log.Debug("health checks running", "generation", gen, "checks", len(checks.Checks()))
+}
+
+// stopChecks stops the running checks and waits for their probes.
+func (d *daemon) stopChecks() {
+	if d.checksStop != nil {
+		d.checksStop()
+		<-d.checksDone
+		d.checksStop = nil
+	}
+}
+
+func (d *daemon) startNode(cfg *config.Config) error {
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return fmt.Errorf("netlink: %w", err)
+	}
+	node, err := vrrp.NewNode(cfg, h, d.log)
+	if err != nil {
+		h.Close()
+		return fmt.Errorf("vrrp: %w", err)
+	}
+	if d.lvs != nil {
+		node.Observe(d.lvs.Observe)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- node.Run(ctx); h.Close() }()
+	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, vrrpKey(cfg)
+	return nil
+}
+
+// stopNode stops VRRP cleanly: priority 0 adverts, addresses removed.
+func (d *daemon) stopNode() error {
+	if d.node == nil {
+		return nil
+	}
+	d.nodeStop()
+	err := <-d.nodeDone
+	d.node = nil
+	return err
+}
+
+// shutdown stops everything: VRRP first (the peer takes over within
+// Skew_Time), then the checks, then the data plane (sync daemons stopped,
+// the table left or flushed as configured).
+func (d *daemon) shutdown() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	errs = append(errs, d.stopNode())
+	d.stopChecks()
+	if d.lvs != nil {
+		d.lvsStop()
+		errs = append(errs, <-d.lvsDone)
+		d.k.Close()
+		d.lvs = nil
+	}
+	return errors.Join(errs...)
+}
+
+// errBadConfig marks a reload refused for the file's errors.
+type errBadConfig struct{ msgs []string }
+
+func (e *errBadConfig) Error() string { return strings.Join(e.msgs, "; ") }
+
+// reload reads the file again. A bad file changes nothing: the running
+// configuration goes on and the log names file:line. A good one is applied
+// by difference: an unchanged VRRP section keeps its node (state and
+// addresses), unchanged checkers keep their verdicts and the reconciler
+// touches only what changed in the kernel.
+func (d *daemon) reload() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err := d.reloadLocked()
+	now := time.Now()
+	d.reloads.last = &reloadOutcome{at: now, err: err}
+	if err != nil {
+		d.reloads.failed++
+		d.log.Error("reload refused: the running configuration goes on", "config", d.o.file, "err", err)
+		return err
+	}
+	d.reloads.ok++
+	d.reloads.lastGood = now
+	return nil
+}
+
+func (d *daemon) reloadLocked() error {
+	log := d.log
+	cfg, diags := config.Load(d.o.file, config.Options{ConfigID: d.o.configID})
+	var msgs []string
+	for _, e := range diags.Errors() {
+		log.Error("configuration", "at", e.Pos.String(), "err", e.Message)
+		msgs = append(msgs, e.String())
+	}
+	if len(msgs) > 0 || unreadable(diags, d.o.file) {
+		if len(msgs) == 0 {
+			msgs = []string{d.o.file + ": cannot be read"}
+		}
+		return &errBadConfig{msgs}
+	}
+	// What can fail is tried before anything changes.
+	if _, err := director.NewPools(cfg); err != nil {
+		return err
+	}
+	wantLVS := d.runLVS(cfg)
+	var checks *healthcheck.Runner
+	if wantLVS && d.lvs != nil {
+		var err error
+		if checks, err = d.newChecks(cfg, d.lvs); err != nil {
+			return err
+		}
+	}
+	var newNode bool
+	if d.runVRRP() {
+		newNode = (d.node == nil) != (len(cfg.Instances) == 0) || (d.node != nil && vrrpKey(cfg) != d.nodeKey)
+	}
+
+	// The data plane: checks stopped, their verdicts adopted by the new
+	// ones, the LVS given the new pools; the new checks then run.
+	switch {
+	case wantLVS && d.lvs != nil:
+		d.stopChecks()
+		adopted := checks.Adopt(d.checks)
+		var seeds []director.Seed
+		for _, e := range checks.Initial() {
+			seeds = append(seeds, director.Seed{Pool: e.Pool, Real: e.Real, State: director.RealState{Alive: e.Alive, Weight: e.Weight}})
+		}
+		gen, err := d.lvs.Reload(context.Background(), cfg, seeds)
+		if err != nil {
+			log.Error("reload: ipvs", "err", err)
+		}
+		if gen != 0 {
+			d.gen = gen
+		}
+		d.runChecks(checks)
+		log.Info("reload: virtual servers", "virtual_servers", len(cfg.VirtualServers), "checks", len(checks.Checks()), "checks_kept", adopted)
+	case wantLVS:
+		if err := d.startLVS(cfg); err != nil {
+			return err
+		}
+	case d.lvs != nil:
+		// No virtual server left: the data plane stops as at shutdown.
+		d.stopChecks()
+		d.lvsStop()
+		if err := <-d.lvsDone; err != nil {
+			log.Error("reload: stopping the virtual servers", "err", err)
+		}
+		d.k.Close()
+		d.lvs = nil
+	}
+
+	if newNode {
+		// A changed VRRP section restarts VRRP: a master hands over with
+		// priority 0 adverts, and takes the VIPs back if it still wins.
+		log.Warn("reload: the VRRP configuration changed; VRRP restarts")
+		if err := d.stopNode(); err != nil {
+			log.Error("reload: stopping VRRP", "err", err)
+		}
+		if len(cfg.Instances) > 0 {
+			if err := d.startNode(cfg); err != nil {
+				// The file was good but the node cannot run (an interface
+				// gone): say so; the data plane runs the new file.
+				d.cfg = cfg
+				return err
+			}
+		}
+	} else if d.node != nil {
+		log.Info("reload: VRRP unchanged; its instances keep their state")
+	}
+	d.cfg = cfg
+	log.Info("reload done", "config", d.o.file)
+	return nil
 }
 
 func newLogger(o *options, w io.Writer) *slog.Logger {

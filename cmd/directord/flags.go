@@ -23,6 +23,7 @@ type options struct {
 	help       bool   // -h, --help
 	logFormat  string // --log-format text|json
 	metrics    string // --metrics-address
+	control    string // --control-socket
 }
 
 // flagSpec describes one option: its short and long names and whether it
@@ -63,6 +64,7 @@ var flagSpecs = []flagSpec{
 		return nil
 	}},
 	{0, "metrics-address", true, strFlag(func(o *options) *string { return &o.metrics })},
+	{0, "control-socket", true, strFlag(func(o *options) *string { return &o.control })},
 }
 
 // parseFlags reads arguments the way keepalived's getopt_long does: short
@@ -70,7 +72,7 @@ var flagSpecs = []flagSpec{
 // (-f/etc/x.conf) or follow, a long option's value may follow "=" or come
 // next.
 func parseFlags(args []string) (*options, error) {
-	o := &options{file: "/etc/keepalived/keepalived.conf", logFormat: "text"}
+	o := &options{file: "/etc/keepalived/keepalived.conf", logFormat: "text", control: "/run/directord/directord.sock"}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -158,7 +160,9 @@ const usage = `Usage: directord [OPTION...]
   -C, --check               run health checks and IPVS only
   -p, --pid=FILE            write the process ID to FILE
       --log-format=FORMAT   text (default) or json
-      --metrics-address=ADDR  serve Prometheus metrics on ADDR
+      --metrics-address=ADDR  serve Prometheus metrics on ADDR (HOST:PORT; off unless set)
+      --control-socket=PATH   directorctl's socket (default /run/directord/directord.sock;
+                              "none" for no socket)
   -v, --version             print the version and exit
   -h, --help                print this help and exit
 `

@@ -70,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, summary(cfg, diags))
 		return exitOK
 	}
-	return daemon(o, cfg, stderr)
+	return daemonMain(o, cfg, stderr)
 }
 
 // unreadable reports whether the main file itself could not be read.

@@ -23,8 +23,8 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-nlD", "-f/x.conf", "-ilb1"}, want: options{file: "/x.conf", dontFork: true, logConsole: true, logDetail: true, configID: "lb1", logFormat: "text"}},
 		{args: []string{"-tf", "/x.conf"}, want: options{file: "/x.conf", configTest: true, logFormat: "text"}},
 		{args: []string{"--use-file=/x.conf", "--config-test=/tmp/log", "--config-id", "b"}, want: options{file: "/x.conf", configTest: true, configID: "b", logFormat: "text"}},
-		{args: []string{"--dump-config", "-P", "-C", "-p", "/run/d.pid", "--log-format", "json", "--metrics-address=:9100"},
-			want: options{file: "/etc/keepalived/keepalived.conf", dumpConfig: true, vrrpOnly: true, checkOnly: true, pidFile: "/run/d.pid", logFormat: "json", metrics: ":9100"}},
+		{args: []string{"--dump-config", "-P", "-C", "-p", "/run/d.pid", "--log-format", "json", "--metrics-address=:9100", "--control-socket", "/tmp/d.sock"},
+			want: options{file: "/etc/keepalived/keepalived.conf", dumpConfig: true, vrrpOnly: true, checkOnly: true, pidFile: "/run/d.pid", logFormat: "json", metrics: ":9100", control: "/tmp/d.sock"}},
 		{args: []string{"-x"}, err: "unknown option -x"},
 		{args: []string{"--nope"}, err: "unknown option --nope"},
 		{args: []string{"-f"}, err: "-f needs a value"},
@@ -43,6 +43,9 @@ func TestParseFlags(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.want.control == "" {
+				tt.want.control = "/run/directord/directord.sock"
 			}
 			if !reflect.DeepEqual(*got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", *got, tt.want)
