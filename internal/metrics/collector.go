@@ -53,7 +53,7 @@ var (
 		"1 while the real server's health checks pass, else 0.",
 		[]string{"virtual_server", "real_server"}, nil)
 	descRealWeight = prometheus.NewDesc("directord_real_server_weight",
-		"The weight the kernel gets for the real server: 0 when drained or down, -1 when it is not in the kernel's table.",
+		"The weight the kernel gets for the real server: 0 when drained or inhibited, -1 when it is left out of the kernel's table.",
 		[]string{"virtual_server", "real_server"}, nil)
 	descRealDrained = prometheus.NewDesc("directord_real_server_drained",
 		"1 while an operator has drained the real server, else 0.",
@@ -66,11 +66,11 @@ var (
 		[]string{"virtual_server"}, nil)
 
 	descIPVSOps = prometheus.NewDesc("directord_ipvs_operations_total",
-		"IPVS operations the reconciler sent to the kernel since start.", nil, nil)
+		"IPVS operations (adds, edits, deletions) the reconciler sent to the kernel since start.", nil, nil)
 	descIPVSErrors = prometheus.NewDesc("directord_ipvs_errors_total",
-		"IPVS operations the kernel refused since start.", nil, nil)
+		"Syncs of the kernel's IPVS table that failed since start.", nil, nil)
 	descIPVSLastSync = prometheus.NewDesc("directord_ipvs_last_sync_timestamp_seconds",
-		"When the kernel's IPVS table last matched the desired one, in seconds since the Unix epoch; 0 before the first time.", nil, nil)
+		"When a sync of the kernel's IPVS table last succeeded, in seconds since the Unix epoch; 0 before the first.", nil, nil)
 
 	descReloads = prometheus.NewDesc("directord_reloads_total",
 		"Configuration reloads since start, by result (ok or failed).",
@@ -106,8 +106,8 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 // collectStatus emits the series of one snapshot. It never emits two
 // series with the same labels, which would fail the scrape: an instance
 // name or a real server seen twice keeps its first entry, and virtual
-// servers sharing a name are told apart by their position (see
-// labelledVirtualServers).
+// servers sharing a name are told apart by their protocol or position
+// (see labelledVirtualServers).
 func collectStatus(s control.Status, ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -179,23 +179,31 @@ func collectStatus(s control.Status, ch chan<- prometheus.Metric) {
 }
 
 // labelledVirtualServers yields each virtual server with its
-// virtual_server label: its Name, which is unique in any configuration
-// directord accepts. Should two share a Name, both are labelled
-// "Name (Position)" instead; Position changes when the file is edited, so
-// this is for the odd case only and the common one keeps stable series. A
-// virtual server whose label is still not unique (the same Name at the
-// same Position) is left out.
+// virtual_server label: its Name ("192.0.2.1 443", "fwmark 1", "group
+// web"), unique unless the same address and port is served over two
+// protocols. Virtual servers that share a Name are labelled "Name
+// PROTOCOL" ("192.0.2.1 53 UDP"), and if that is still shared, "Name
+// (Position)": Position changes when the file is edited, so it is for the
+// odd case only and the common ones keep stable series. A virtual server
+// whose label is still not unique (the same Name at the same Position) is
+// left out.
 func labelledVirtualServers(vss []control.VirtualServer) iter.Seq2[string, *control.VirtualServer] {
 	return func(yield func(string, *control.VirtualServer) bool) {
 		names := make(map[string]int, len(vss))
+		withProto := make(map[string]int, len(vss))
 		for _, vs := range vss {
 			names[vs.Name]++
+			withProto[vs.Name+" "+vs.Protocol]++
 		}
 		seen := make(map[string]bool, len(vss))
 		for i := range vss {
 			vs := &vss[i]
 			l := vs.Name
-			if names[vs.Name] > 1 {
+			switch {
+			case names[l] == 1:
+			case vs.Protocol != "" && withProto[vs.Name+" "+vs.Protocol] == 1:
+				l = vs.Name + " " + vs.Protocol
+			default:
 				l = vs.Name + " (" + vs.Position + ")"
 			}
 			if seen[l] {

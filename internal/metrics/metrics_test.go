@@ -149,6 +149,8 @@ func TestScrape(t *testing.T) {
 			}},
 			{Name: "fwmark 1", Position: "a.conf:9"},
 			{Name: "fwmark 1", Position: "a.conf:9"}, // left out
+			{Name: "192.0.2.1 53", Position: "a.conf:20", Protocol: "UDP"},
+			{Name: "192.0.2.1 53", Position: "a.conf:30", Protocol: "TCP"},
 		},
 	}
 	tests := []struct {
@@ -209,12 +211,19 @@ func TestScrape(t *testing.T) {
 				`directord_virtual_server_real_servers{state="up",virtual_server="fwmark 1 (a.conf:9)"}`:        0,
 				`directord_virtual_server_real_servers{state="down",virtual_server="fwmark 1 (a.conf:9)"}`:      0,
 				`directord_virtual_server_quorum_up{virtual_server="fwmark 1 (a.conf:9)"}`:                      0,
-				`directord_ipvs_operations_total`:              0,
-				`directord_ipvs_errors_total`:                  0,
-				`directord_ipvs_last_sync_timestamp_seconds`:   0,
-				`directord_reloads_total{result="ok"}`:         0,
-				`directord_reloads_total{result="failed"}`:     0,
-				`directord_last_good_reload_timestamp_seconds`: 0,
+				// The same address and port over two protocols: by protocol.
+				`directord_virtual_server_real_servers{state="up",virtual_server="192.0.2.1 53 UDP"}`:   0,
+				`directord_virtual_server_real_servers{state="down",virtual_server="192.0.2.1 53 UDP"}`: 0,
+				`directord_virtual_server_quorum_up{virtual_server="192.0.2.1 53 UDP"}`:                 0,
+				`directord_virtual_server_real_servers{state="up",virtual_server="192.0.2.1 53 TCP"}`:   0,
+				`directord_virtual_server_real_servers{state="down",virtual_server="192.0.2.1 53 TCP"}`: 0,
+				`directord_virtual_server_quorum_up{virtual_server="192.0.2.1 53 TCP"}`:                 0,
+				`directord_ipvs_operations_total`:                                                       0,
+				`directord_ipvs_errors_total`:                                                           0,
+				`directord_ipvs_last_sync_timestamp_seconds`:                                            0,
+				`directord_reloads_total{result="ok"}`:                                                  0,
+				`directord_reloads_total{result="failed"}`:                                              0,
+				`directord_last_good_reload_timestamp_seconds`:                                          0,
 			},
 		},
 	}
