@@ -49,6 +49,7 @@ integration:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
 	@mkdir -p $(UML_BIN) && rm -f $(UML_BIN)/*.test
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -o $(UML_BIN)/directorctl ./cmd/directorctl
 	@set -e; for p in $(UML_PACKAGES); do \
 		n=$${p#./}; n=$${n%/}; \
 		$(GO) test -c -o $(UML_BIN)/$$(echo "$$n" | tr / -).test $$p; \
