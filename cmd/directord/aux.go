@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
+	"github.com/directord/directord/healthcheck"
+
 	"github.com/directord/directord/internal/control"
+	"github.com/directord/directord/internal/metrics"
 )
 
 // serveAux starts what serves the operator: the control socket for
@@ -27,7 +31,24 @@ func (d *daemon) serveAux(ctx context.Context, wg *sync.WaitGroup) error {
 			}()
 		}
 	}
+	if d.metrics != nil {
+		if err := d.metrics.Serve(ctx, d.o.metrics, d.log); err != nil {
+			return fmt.Errorf("metrics on %s: %w", d.o.metrics, err)
+		}
+	}
 	return nil
+}
+
+// newMetrics makes the metrics when an address is set (they are off
+// otherwise), before the checks, which report every result to them.
+func (d *daemon) newMetrics() {
+	if d.o.metrics == "" {
+		return
+	}
+	d.metrics = metrics.New(d.Status)
+	d.onResult = func(c *healthcheck.Check, r healthcheck.Result) {
+		d.metrics.ObserveCheck(c.Cfg.Type, r.Outcome.String(), r.Latency)
+	}
 }
 
 func notifyReady()     {}

@@ -19,6 +19,7 @@ import (
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/director"
 	"github.com/directord/directord/healthcheck"
+	"github.com/directord/directord/internal/metrics"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
 )
@@ -50,6 +51,7 @@ type daemon struct {
 	reloads reloadStats
 	// onResult sees every probe's result (the metrics).
 	onResult func(*healthcheck.Check, healthcheck.Result)
+	metrics  *metrics.Metrics // nil without --metrics-address
 }
 
 type reloadStats struct {
@@ -113,6 +115,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	d.newMetrics()
 	if err := d.start(cfg); err != nil {
 		log.Error("directord cannot start", "err", err)
 		d.shutdown()
