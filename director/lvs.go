@@ -37,6 +37,11 @@ type LVS struct {
 	rec    *ipvs.Reconciler
 	syncd  *SyncDaemons
 
+	// KeepOnStop leaves the virtual servers in the kernel at stop
+	// (keepalived's --dont-release-ipvs), for a restart that adopts them
+	// without cutting a connection.
+	KeepOnStop bool
+
 	// Resync is how often the kernel's table is read again, to repair
 	// what was changed behind directord's back; RetryMin and RetryMax
 	// bound the wait before a failed change is tried again.
@@ -311,11 +316,10 @@ func (l *LVS) syncState() bool {
 	return true
 }
 
-// stop leaves the virtual servers in the kernel, unless lvs_flush_on_stop
-// says otherwise: a restarted directord adopts them without cutting a
-// connection, and without the virtual addresses they get no traffic. The
-// sync daemons stop. Virtual servers with omega run their quorum_down
-// script, as keepalived does at shutdown.
+// stop removes directord's virtual servers from the kernel, as keepalived
+// does, or flushes the whole table with lvs_flush_on_stop ALL, or leaves
+// them with KeepOnStop. The sync daemons stop. Virtual servers with omega
+// run their quorum_down script, as keepalived does at shutdown.
 func (l *LVS) stop() error {
 	for _, p := range l.pools {
 		if p.VS.Omega && p.VS.QuorumDown != nil {
@@ -332,20 +336,19 @@ func (l *LVS) stop() error {
 		l.log.Warn("notify scripts still running at stop: not waiting for them")
 	}
 	var errs []error
-	switch l.cfg.Global.LVSFlushOnStop {
-	case "ALL":
+	switch {
+	case l.cfg.Global.LVSFlushOnStop == "ALL":
 		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
 		errs = append(errs, l.k.Flush())
-	case "VS":
-		// The pools' keys, not Want(): stopping changes no quorum.
-		var ops []ipvs.Op
-		for _, p := range l.pools {
-			for _, k := range p.Keys {
-				ops = append(ops, ipvs.Op{Kind: ipvs.DelService, Service: ipvs.Service{ServiceKey: k}})
-			}
-		}
-		l.log.Info("lvs_flush_on_stop VS: removing directord's virtual servers", "services", len(ops))
-		errs = append(errs, l.k.Apply(ops))
+	case l.KeepOnStop && l.cfg.Global.LVSFlushOnStop == "":
+		l.log.Info("leaving the virtual servers in the kernel (--dont-release-ipvs)")
+	default:
+		// As keepalived: the virtual servers directord made (or adopted)
+		// go, read from the kernel afresh; someone else's stay.
+		l.rec.Invalidate()
+		res, err := l.rec.Sync(ipvs.Table{})
+		l.log.Info("removing directord's virtual servers", "operations", len(res.Ops))
+		errs = append(errs, err)
 	}
 	errs = append(errs, l.syncd.Stop())
 	return errors.Join(errs...)

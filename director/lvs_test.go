@@ -3,6 +3,7 @@ package director
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -163,8 +164,8 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if got := k.lines(); !reflect.DeepEqual(got, want) {
-			t.Errorf("after stop %q: the table must stay for a restart", got)
+		if got := k.lines(); len(got) != 0 {
+			t.Errorf("after stop %q: directord's virtual servers must go, as keepalived's", got)
 		}
 		if len(k.running) != 0 {
 			t.Errorf("sync daemons still running: %v", k.running)
@@ -208,15 +209,20 @@ func TestLVSRetriesWithBackoff(t *testing.T) {
 func TestLVSFlushOptions(t *testing.T) {
 	for _, tt := range []struct {
 		global       string
+		keep         bool // --dont-release-ipvs
 		flushes      int
 		linesAtEnd   int
 		foreignStays bool
 	}{
-		{"lvs_flush", 1, 3, false}, // a flush at start, as keepalived
-		{"lvs_flush_on_stop", 1, 0, false},
-		{"lvs_flush_on_stop VS", 0, 1, true},
+		{"", false, 0, 1, true},           // keepalived's default: ours go, others' stay
+		{"", true, 0, 4, true},            // -I: all stay
+		{"lvs_flush", false, 1, 0, false}, // a flush at start, as keepalived
+		{"lvs_flush_on_stop", false, 1, 0, false},
+		{"lvs_flush_on_stop", true, 1, 0, false},
+		{"lvs_flush_on_stop VS", false, 0, 1, true},
+		{"lvs_flush_on_stop VS", true, 0, 1, true},
 	} {
-		t.Run(tt.global, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s keep=%v", tt.global, tt.keep), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				k := newFakeKernel()
 				k.t.Add(ipvs.Service{ServiceKey: ipvs.MarkKey(ipvs.IPv4, 99), Scheduler: "rr"})
@@ -225,6 +231,7 @@ func TestLVSFlushOptions(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				l.KeepOnStop = tt.keep
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan error)
 				go func() { done <- l.Run(ctx) }()

@@ -20,8 +20,12 @@ type Seed struct {
 	State      RealState
 }
 
-// errStopped is what the control calls return once Run has.
-var errStopped = errors.New("the IPVS data plane is stopped")
+// ErrStopped is what the control calls return once Run has.
+var ErrStopped = errors.New("the IPVS data plane is stopped")
+
+// Ping answers once Run's loop takes a call: the watchdog's proof that
+// it turns.
+func (l *LVS) Ping(ctx context.Context) error { return l.do(ctx, func() {}) }
 
 // do runs f in Run's goroutine and waits for it.
 func (l *LVS) do(ctx context.Context, f func()) error {
@@ -29,7 +33,7 @@ func (l *LVS) do(ctx context.Context, f func()) error {
 	select {
 	case l.ctl <- func() { defer close(done); f() }:
 	case <-l.stopped:
-		return errStopped
+		return ErrStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/directord/directord/director"
 	"github.com/directord/directord/healthcheck"
-
 	"github.com/directord/directord/internal/control"
 	"github.com/directord/directord/internal/metrics"
+	"github.com/directord/directord/internal/systemd"
 )
 
 // serveAux starts what serves the operator: the control socket for
@@ -31,6 +34,7 @@ func (d *daemon) serveAux(ctx context.Context, wg *sync.WaitGroup) error {
 			}()
 		}
 	}
+	d.watchdog(ctx, wg)
 	if d.metrics != nil {
 		if err := d.metrics.Serve(ctx, d.o.metrics, d.log); err != nil {
 			return fmt.Errorf("metrics on %s: %w", d.o.metrics, err)
@@ -51,6 +55,44 @@ func (d *daemon) newMetrics() {
 	}
 }
 
-func notifyReady()     {}
-func notifyReloading() {}
-func notifyStopping()  {}
+// The systemd notifications (nothing without NOTIFY_SOCKET).
+func notifyReady()     { systemd.Ready() }
+func notifyReloading() { systemd.Reloading() }
+func notifyStopping()  { systemd.Stopping() }
+
+// watchdog pings systemd's watchdog while directord's loops turn.
+func (d *daemon) watchdog(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := systemd.Watchdog(ctx, d.healthy); err != nil {
+			d.log.Warn("systemd watchdog", "err", err)
+		}
+	}()
+}
+
+// healthy tells whether the data plane's and VRRP's loops answer within
+// a few seconds. A reload in progress counts as healthy: it holds the
+// lock while it waits for the old checks' last probes.
+func (d *daemon) healthy() bool {
+	if !d.mu.TryLock() {
+		return true
+	}
+	lvs, node := d.lvs, d.node
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if lvs != nil {
+		if err := lvs.Ping(ctx); err != nil && !errors.Is(err, director.ErrStopped) {
+			d.log.Warn("watchdog: the IPVS loop does not answer", "err", err)
+			return false
+		}
+	}
+	if node != nil {
+		if _, err := node.Status(ctx); err != nil && ctx.Err() != nil {
+			d.log.Warn("watchdog: VRRP does not answer", "err", err)
+			return false
+		}
+	}
+	return true
+}

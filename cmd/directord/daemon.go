@@ -182,6 +182,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		k.Close()
 		return fmt.Errorf("virtual servers: %w", err)
 	}
+	lvs.KeepOnStop = d.o.keepIPVS
 	d.gen = 0 // a new LVS's first generation
 	checks, err := d.newChecks(cfg, lvs)
 	if err != nil {
@@ -243,15 +244,30 @@ func (d *daemon) stopChecks() {
 }
 
 func (d *daemon) startNode(cfg *config.Config) error {
+	node, h, err := d.newNode(cfg)
+	if err != nil {
+		return err
+	}
+	d.runNode(cfg, node, h)
+	return nil
+}
+
+// newNode prepares VRRP for cfg (its interfaces found, its sockets open)
+// without running it.
+func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error) {
 	h, err := netlink.NewHandle()
 	if err != nil {
-		return fmt.Errorf("netlink: %w", err)
+		return nil, nil, fmt.Errorf("netlink: %w", err)
 	}
 	node, err := vrrp.NewNode(cfg, h, d.log)
 	if err != nil {
 		h.Close()
-		return fmt.Errorf("vrrp: %w", err)
+		return nil, nil, fmt.Errorf("vrrp: %w", err)
 	}
+	return node, h, nil
+}
+
+func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle) {
 	if d.lvs != nil {
 		node.Observe(d.lvs.Observe)
 	}
@@ -259,7 +275,6 @@ func (d *daemon) startNode(cfg *config.Config) error {
 	done := make(chan error, 1)
 	go func() { done <- node.Run(ctx); h.Close() }()
 	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, vrrpKey(cfg)
-	return nil
 }
 
 // stopNode stops VRRP cleanly: priority 0 adverts, addresses removed.
@@ -337,21 +352,39 @@ func (d *daemon) reloadLocked() error {
 	}
 	wantLVS := d.runLVS(cfg)
 	var checks *healthcheck.Runner
-	if wantLVS && d.lvs != nil {
+	if d.lvs != nil {
 		var err error
 		if checks, err = d.newChecks(cfg, d.lvs); err != nil {
 			return err
 		}
 	}
 	var newNode bool
+	var node *vrrp.Node
+	var nodeNL *netlink.Handle
 	if d.runVRRP() {
 		newNode = (d.node == nil) != (len(cfg.Instances) == 0) || (d.node != nil && vrrpKey(cfg) != d.nodeKey)
+	}
+	if newNode && len(cfg.Instances) > 0 {
+		// Its interfaces must exist before the running VRRP stops.
+		var err error
+		if node, nodeNL, err = d.newNode(cfg); err != nil {
+			return err
+		}
+		defer func() {
+			if node != nil { // not run: a later step failed
+				node.Close()
+				nodeNL.Close()
+			}
+		}()
 	}
 
 	// The data plane: checks stopped, their verdicts adopted by the new
 	// ones, the LVS given the new pools; the new checks then run.
+	//
+	// A data plane left with no virtual server keeps running, idle: the
+	// reconciler removes what the old file made.
 	switch {
-	case wantLVS && d.lvs != nil:
+	case d.lvs != nil:
 		d.stopChecks()
 		adopted := checks.Adopt(d.checks)
 		var seeds []director.Seed
@@ -371,15 +404,6 @@ func (d *daemon) reloadLocked() error {
 		if err := d.startLVS(cfg); err != nil {
 			return err
 		}
-	case d.lvs != nil:
-		// No virtual server left: the data plane stops as at shutdown.
-		d.stopChecks()
-		d.lvsStop()
-		if err := <-d.lvsDone; err != nil {
-			log.Error("reload: stopping the virtual servers", "err", err)
-		}
-		d.k.Close()
-		d.lvs = nil
 	}
 
 	if newNode {
@@ -389,13 +413,9 @@ func (d *daemon) reloadLocked() error {
 		if err := d.stopNode(); err != nil {
 			log.Error("reload: stopping VRRP", "err", err)
 		}
-		if len(cfg.Instances) > 0 {
-			if err := d.startNode(cfg); err != nil {
-				// The file was good but the node cannot run (an interface
-				// gone): say so; the data plane runs the new file.
-				d.cfg = cfg
-				return err
-			}
+		if node != nil {
+			d.runNode(cfg, node, nodeNL)
+			node = nil
 		}
 	} else if d.node != nil {
 		log.Info("reload: VRRP unchanged; its instances keep their state")

@@ -24,6 +24,7 @@ type options struct {
 	logFormat  string // --log-format text|json
 	metrics    string // --metrics-address
 	control    string // --control-socket
+	keepIPVS   bool   // -I, --dont-release-ipvs
 }
 
 // flagSpec describes one option: its short and long names and whether it
@@ -65,6 +66,7 @@ var flagSpecs = []flagSpec{
 	}},
 	{0, "metrics-address", true, strFlag(func(o *options) *string { return &o.metrics })},
 	{0, "control-socket", true, strFlag(func(o *options) *string { return &o.control })},
+	{'I', "dont-release-ipvs", false, boolFlag(func(o *options) *bool { return &o.keepIPVS })},
 }
 
 // parseFlags reads arguments the way keepalived's getopt_long does: short
@@ -158,6 +160,8 @@ const usage = `Usage: directord [OPTION...]
   -D, --log-detail          log more detail
   -P, --vrrp                run VRRP only
   -C, --check               run health checks and IPVS only
+  -I, --dont-release-ipvs   leave the virtual servers in the kernel at stop, for a
+                            restart that adopts them without cutting a connection
   -p, --pid=FILE            write the process ID to FILE
       --log-format=FORMAT   text (default) or json
       --metrics-address=ADDR  serve Prometheus metrics on ADDR (HOST:PORT; off unless set)

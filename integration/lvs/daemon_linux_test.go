@@ -83,6 +83,8 @@ func TestReloadDisturbsNothing(t *testing.T) {
 		}
 	}
 	write(conf)
+	notes := notifySocket(t, filepath.Join(dir, "notify.sock"))
+	t.Setenv("WATCHDOG_USEC", "1000000")
 	p := nstest.Start(t, lb, bin, "-n", "-l", "-f", file, "--control-socket", sock, "--metrics-address", "127.0.0.1:9650")
 	waitMaster(t, lb)
 	removals := vipRemovals(t, lb)
@@ -151,6 +153,13 @@ func TestReloadDisturbsNothing(t *testing.T) {
 		t.Errorf("after a refused reload: master %v, VIP %v, table\n%s\nwas\n%s", st.Instances[0].State, lb.HasAddr(t, "eth0", vip), got, table)
 	}
 
+	// systemd heard READY, a RELOADING and READY per reload, and the
+	// watchdog's pings.
+	nstest.WaitFor(t, 5*time.Second, "systemd's notifications", func() bool {
+		n := notes()
+		return n["READY=1"] == 13 && n["RELOADING=1"] == 12 && n["WATCHDOG=1"] > 0
+	})
+
 	// directorctl: the table, JSON, drain and undrain, a user not root.
 	run := func(cred *syscall.Credential, args ...string) (string, error) {
 		cmd := exec.Command(ctlBin, append([]string{"--socket", sock}, args...)...)
@@ -216,6 +225,46 @@ func TestReloadDisturbsNothing(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("metrics:\n%s", body)
+	}
+}
+
+// notifySocket is a systemd notification socket at path, given to the
+// processes the test starts; the returned function counts each line
+// received so far.
+func notifySocket(t *testing.T, path string) func() map[string]int {
+	t.Helper()
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	t.Setenv("NOTIFY_SOCKET", path)
+	counts := make(chan map[string]int, 1)
+	counts <- map[string]int{}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			m := <-counts
+			for _, l := range strings.Split(string(buf[:n]), "\n") {
+				if k, _, _ := strings.Cut(l, "="); k != "MONOTONIC_USEC" && l != "" {
+					m[l]++
+				}
+			}
+			counts <- m
+		}
+	}()
+	return func() map[string]int {
+		m := <-counts
+		c := make(map[string]int, len(m))
+		for k, v := range m {
+			c[k] = v
+		}
+		counts <- m
+		return c
 	}
 }
 

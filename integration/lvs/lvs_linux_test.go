@@ -194,13 +194,13 @@ virtual_server %s 80 {
 `, prio, extra, prio, vip, vip)
 }
 
-func start(t *testing.T, bin string, ns *nstest.NS, conf string) *nstest.Process {
+func start(t *testing.T, bin string, ns *nstest.NS, conf string, args ...string) *nstest.Process {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "keepalived.conf")
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return nstest.Start(t, ns, bin, "-n", "-l", "-D", "-f", file)
+	return nstest.Start(t, ns, append([]string{bin, "-n", "-l", "-D", "-f", file, "--control-socket", "none"}, args...)...)
 }
 
 // waitMaster waits until the director holds the VIP and its service.
@@ -233,8 +233,26 @@ func connLine(table string, port int) string {
 // adopts the kernel's table as it is instead of re-creating it (which
 // would orphan the connection: the kernel drops the packets of a
 // connection whose destination was deleted).
+//
+// The stop leaves the table with --dont-release-ipvs (keepalived's -I);
+// without it, the stop removes directord's virtual servers, as keepalived.
 func TestRestartKeepsLiveConnections(t *testing.T) {
 	t.Run("adopted", func(t *testing.T) { restart(t, "", true) })
+	t.Run("released", func(t *testing.T) {
+		bin := binary(t)
+		l := newLAN(t)
+		dir := nstest.New(t, name(t, "lb"))
+		l.sw.Plug(t, dir, "eth0", "10.1.0.1/24")
+		d := start(t, bin, dir, directorConf(150, ""))
+		waitMaster(t, dir)
+		d.Signal(syscall.SIGTERM)
+		if !d.Wait(10 * time.Second) {
+			t.Fatal("directord did not stop")
+		}
+		if out := ipvsadm(t, dir, "-Sn"); strings.TrimSpace(out) != "" {
+			t.Errorf("the stop left the virtual servers:\n%s", out)
+		}
+	})
 	// The control: keepalived's lvs_flush re-creates the table at start,
 	// which the service's counters show, so the test can tell the two
 	// apart. (The connection itself may live on: the kernel revives a
@@ -294,7 +312,7 @@ func restart(t *testing.T, global string, adopted bool) {
 	dir := nstest.New(t, name(t, "lb"))
 	l.sw.Plug(t, dir, "eth0", "10.1.0.1/24")
 	conf := directorConf(150, global)
-	d := start(t, bin, dir, conf)
+	d := start(t, bin, dir, conf, "--dont-release-ipvs")
 	waitMaster(t, dir)
 
 	c := dial(t, l.client)
