@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -10,7 +11,7 @@ import (
 // TestKeywordReference keeps docs/keywords.md in step with the keyword
 // tables: it is generated from them (go test ./config -update rewrites it).
 func TestKeywordReference(t *testing.T) {
-	golden(t, "../docs/keywords.md", keywordReference())
+	golden(t, "../docs/keywords.md", keywordReference(t))
 }
 
 type unsupportedLister interface {
@@ -19,13 +20,14 @@ type unsupportedLister interface {
 
 func (b *block[T]) unsupportedNames() map[string]string { return b.unsupported }
 
-func keywordReference() string {
+func keywordReference(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString(`# Configuration keywords
 
 Generated from directord's keyword tables by ` + "`go test ./config -update`" + `; do not edit.
 
-For each block: the keywords directord reads, and the keepalived keywords
+For each block: the keywords directord reads as keepalived does, those it
+reads but runs differently (with what differs), and the keepalived keywords
 it recognises but does not implement. Those are reported once each, as
 "not supported by directord", and ignored with everything inside their
 block; any other unknown keyword is an error with a did-you-mean. See
@@ -37,6 +39,13 @@ does not read.
 		sup := nb.(interface{ supportedNames() []string }).supportedNames()
 		sort.Strings(sup)
 		fmt.Fprintf(&b, "\n## %s\n\nSupported: ", nb.blockName())
+		diff := Differences[nb.blockName()]
+		for k := range diff {
+			if !slices.Contains(sup, k) {
+				t.Errorf("Differences names %s in %s, which does not support it", k, nb.blockName())
+			}
+		}
+		sup = slices.DeleteFunc(sup, func(k string) bool { _, ok := diff[k]; return ok })
 		for i, k := range sup {
 			if i > 0 {
 				b.WriteString(", ")
@@ -48,6 +57,14 @@ does not read.
 			}
 		}
 		b.WriteString(".\n")
+		if len(diff) > 0 {
+			b.WriteString("\nSupported with differences:\n\n")
+			names := keys(diff)
+			sort.Strings(names)
+			for _, k := range names {
+				fmt.Fprintf(&b, "- `%s`: %s\n", k, diff[k])
+			}
+		}
 		un := nb.(unsupportedLister).unsupportedNames()
 		if len(un) == 0 {
 			continue
