@@ -137,7 +137,15 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 
 // Observe takes a VRRP transition; it never blocks, so vrrp.Node may
 // call it from an instance's goroutine.
+//
+// An instance stopping (to Initialize: directord's shutdown, or a reload
+// that restarts VRRP) leaves the sync daemons as they are: starting a
+// backup daemon only to stop it at once costs the kernel seconds, and a
+// restarted instance says where it stands soon enough.
 func (l *LVS) Observe(ev vrrp.Event) {
+	if ev.To == vrrp.Initialize {
+		return
+	}
 	l.mu.Lock()
 	l.vrrp[ev.Instance] = ev.To
 	l.mu.Unlock()

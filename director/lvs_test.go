@@ -131,6 +131,12 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
 			t.Errorf("master: %v, want the master daemon alone", k.running)
 		}
+		// VRRP stopping (shutdown) leaves the daemons to the LVS's stop.
+		l.Observe(vrrp.Event{Instance: "VI_1", From: vrrp.Master, To: vrrp.Initialize})
+		synctest.Wait()
+		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
+			t.Errorf("after VI_1 stopped: %v, want the master daemon still", k.running)
+		}
 
 		// Someone deletes a destination; the next resync puts it back.
 		k.mu.Lock()
