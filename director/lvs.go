@@ -65,6 +65,9 @@ type LVS struct {
 	ctl     chan func()             // run in Run's goroutine: reloads, drains, status
 	// reprogram asks Run for a full sync after a ctl function.
 	reprogram bool
+	// syncdOK is false while the sync daemons are not as wanted: the
+	// resync tries again.
+	syncdOK bool
 
 	ops, opErrors atomic.Uint64
 	lastSync      atomic.Int64 // unix nanoseconds
@@ -223,7 +226,7 @@ func (l *LVS) Run(ctx context.Context) error {
 			l.log.Error("lvs_timeouts", "err", err)
 		}
 	}
-	syncdOK := l.syncState()
+	l.syncdOK = l.syncState()
 
 	resync := time.NewTicker(l.Resync)
 	defer resync.Stop()
@@ -236,12 +239,12 @@ func (l *LVS) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return l.stop()
 		case <-l.kick:
-			syncdOK = l.syncState()
+			l.syncdOK = l.syncState()
 		case <-resync.C:
 			l.rec.Invalidate()
 			retry.Reset(0)
-			if !syncdOK {
-				syncdOK = l.syncState()
+			if !l.syncdOK {
+				l.syncdOK = l.syncState()
 			}
 		case f := <-l.ctl:
 			f()
@@ -334,10 +337,7 @@ func (l *LVS) stop() error {
 			l.Notify(p.VS.QuorumDown)
 		}
 	}
-	l.notesMu.Lock()
-	l.notesShut = true
-	close(l.notes)
-	l.notesMu.Unlock()
+	l.Close() // no more scripts; those queued run
 	select {
 	case <-l.notesDone:
 	case <-time.After(10 * time.Second):

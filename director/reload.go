@@ -74,8 +74,11 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 		}
 		g, og := cfg.Global, l.cfg.Global
 		if !reflect.DeepEqual(g.SyncDaemon, og.SyncDaemon) {
-			if err := l.syncd.Reload(g.SyncDaemon); err != nil {
-				rerr = fmt.Errorf("ipvs sync daemon: %w", err)
+			// Its instance may be another, in another state: the daemons
+			// follow that one's state at once.
+			l.syncd.cfg = g.SyncDaemon
+			if l.syncdOK = l.syncState(); !l.syncdOK {
+				rerr = errors.New("ipvs sync daemon: not as configured; trying again at the next resync")
 			}
 		}
 		if t := g.LVSTimeouts; t != nil && !reflect.DeepEqual(t, og.LVSTimeouts) {
@@ -231,4 +234,15 @@ func (l *LVS) Counters() (ops, errs uint64, last time.Time) {
 		last = time.Unix(0, n)
 	}
 	return l.ops.Load(), l.opErrors.Load(), last
+}
+
+// Close lets go of an LVS that will not run (its notify goroutine); after
+// Run it does nothing.
+func (l *LVS) Close() {
+	l.notesMu.Lock()
+	defer l.notesMu.Unlock()
+	if !l.notesShut {
+		l.notesShut = true
+		close(l.notes)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/ipvs"
+	"github.com/directord/directord/vrrp"
 )
 
 // TestLVSReload: ten reloads of the same file (written on other lines)
@@ -148,5 +150,46 @@ func TestLVSDrain(t *testing.T) {
 		if err := l.Drain(t.Context(), rs, true); err == nil {
 			t.Error("a drain after stop was taken")
 		}
+	})
+}
+
+// TestLVSReloadMovesSyncDaemon: a reload that makes lvs_sync_daemon follow
+// another instance, master while the first is backup, runs the master
+// daemon at once, without waiting for that instance's next transition.
+func TestLVSReloadMovesSyncDaemon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		second := `
+vrrp_instance VI_2 {
+    interface eth0
+    virtual_router_id 52
+    virtual_ipaddress {
+        192.0.2.2
+    }
+}
+`
+		l, err := NewLVS(parse(t, lvsConf+second), k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- l.Run(ctx) }()
+		<-l.synced
+		l.Observe(vrrp.Event{Instance: "VI_2", From: vrrp.Backup, To: vrrp.Master})
+		synctest.Wait()
+		if _, ok := k.running[ipvs.SyncBackup]; !ok || len(k.running) != 1 {
+			t.Fatalf("following VI_1 (backup): %v", k.running)
+		}
+		moved := strings.Replace(lvsConf, "lvs_sync_daemon eth1 VI_1", "lvs_sync_daemon eth1 VI_2", 1) + second
+		if _, err := l.Reload(ctx, parse(t, moved), nil); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
+			t.Errorf("following VI_2 (master): %v, want the master daemon alone", k.running)
+		}
+		cancel()
+		<-done
 	})
 }

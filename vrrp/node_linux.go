@@ -30,6 +30,7 @@ type Node struct {
 	socks      []*sock
 	insts      []*instance
 	track      *tracking
+	running    atomic.Bool // Run has started: it ends the tracking itself
 	observe    atomic.Pointer[func(Event)]
 }
 
@@ -289,6 +290,7 @@ func (in *instance) interval() uint16 {
 // (priority 0 adverts), removes the addresses it added and closes the
 // sockets.
 func (n *Node) Run(ctx context.Context) error {
+	n.running.Store(true)
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
 	for _, s := range n.socks {
@@ -340,7 +342,13 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // Close closes the sockets.
+//
+// A Node that never ran (a reload that failed after preparing it) lets go
+// of its link subscription too.
 func (n *Node) Close() {
+	if n.track != nil && !n.running.Load() {
+		n.track.close()
+	}
 	for _, s := range n.socks {
 		s.conn.Close()
 	}

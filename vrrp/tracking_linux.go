@@ -27,6 +27,17 @@ type tracking struct {
 	done    chan struct{}
 	h       *netlink.Handle
 	ns      *netns.NsHandle // the namespace the instances live in
+	closed  sync.Once
+}
+
+// close ends the link subscription and lets the namespace go.
+func (t *tracking) close() {
+	t.closed.Do(func() {
+		close(t.done)
+		if t.ns != nil {
+			t.ns.Close()
+		}
+	})
 }
 
 type trackedScript struct {
@@ -110,11 +121,8 @@ func (t *tracking) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			close(t.done)
 			wg.Wait()
-			if t.ns != nil {
-				t.ns.Close()
-			}
+			t.close()
 			return
 		case u, ok := <-t.updates:
 			if !ok {

@@ -72,24 +72,27 @@ func (d *daemon) watchdog(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // healthy tells whether the data plane's and VRRP's loops answer within
-// a few seconds. A reload in progress counts as healthy: it holds the
-// lock while it waits for the old checks' last probes.
+// a few seconds. A reload may take a while (it waits for the old checks'
+// last probes) but not a minute: one stuck that long is not healthy.
 func (d *daemon) healthy() bool {
-	if !d.mu.TryLock() {
+	if t := d.reloading.Load(); t != 0 && time.Since(time.Unix(0, t)) > time.Minute {
+		d.log.Warn("watchdog: a reload has not finished in a minute")
+		return false
+	}
+	v := d.view.Load()
+	if v == nil || v.closing {
 		return true
 	}
-	lvs, node := d.lvs, d.node
-	d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if lvs != nil {
-		if err := lvs.Ping(ctx); err != nil && !errors.Is(err, director.ErrStopped) {
+	if v.lvs != nil {
+		if err := v.lvs.Ping(ctx); err != nil && !errors.Is(err, director.ErrStopped) {
 			d.log.Warn("watchdog: the IPVS loop does not answer", "err", err)
 			return false
 		}
 	}
-	if node != nil {
-		if _, err := node.Status(ctx); err != nil && ctx.Err() != nil {
+	if v.node != nil {
+		if _, err := v.node.Status(ctx); err != nil && ctx.Err() != nil {
 			d.log.Warn("watchdog: VRRP does not answer", "err", err)
 			return false
 		}

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,14 +46,38 @@ type daemon struct {
 	lvsStop    context.CancelFunc
 	lvsDone    chan error
 	checks     *healthcheck.Runner
+	checksCtx  context.Context // the checks' own: ends their reports too
 	checksStop context.CancelFunc
 	checksDone chan struct{}
-	gen        int // the checks' generation, for LVS.ReportGen
+	gen        int  // the checks' generation, for LVS.ReportGen
+	closing    bool // shutdown has begun: no reload starts anything again
 
+	// view is what status, metrics and the watchdog read, published after
+	// every change so that they never wait for a reload.
+	view atomic.Pointer[view]
+	// reloading is when the reload in progress began (unix ns), or 0.
+	reloading atomic.Int64
+
+	statsMu sync.Mutex
 	reloads reloadStats
 	// onResult sees every probe's result (the metrics).
 	onResult func(*healthcheck.Check, healthcheck.Result)
 	metrics  *metrics.Metrics // nil without --metrics-address
+}
+
+// view is a consistent set of the running parts.
+type view struct {
+	cfg     *config.Config
+	node    *vrrp.Node
+	lvs     *director.LVS
+	checks  *healthcheck.Runner
+	closing bool
+}
+
+// publish makes the running parts visible to status, metrics and the
+// watchdog; call it with d.mu held, after each change.
+func (d *daemon) publish() {
+	d.view.Store(&view{cfg: d.cfg, node: d.node, lvs: d.lvs, checks: d.checks, closing: d.closing})
 }
 
 type reloadStats struct {
@@ -73,15 +99,22 @@ func (d *daemon) runLVS(cfg *config.Config) bool {
 // vrrpKey is what of a configuration the VRRP node runs: a reload that
 // leaves it the same leaves the node alone, with its state and its
 // addresses.
+//
+// The lists are sorted by name: moving an instance to another file or
+// line is no change. Nice values are left out: they apply at start only.
 func vrrpKey(cfg *config.Config) string {
 	g := cfg.Global
 	g.SyncDaemon, g.LVSTimeouts, g.LVSFlush, g.LVSFlushOnStop = nil, nil, false, ""
+	g.Nice, g.RTPriority = 0, 0
+	scripts := slices.SortedFunc(slices.Values(cfg.Scripts), func(a, b *config.VRRPScript) int { return strings.Compare(a.Name, b.Name) })
+	groups := slices.SortedFunc(slices.Values(cfg.SyncGroups), func(a, b *config.SyncGroup) int { return strings.Compare(a.Name, b.Name) })
+	insts := slices.SortedFunc(slices.Values(cfg.Instances), func(a, b *config.Instance) int { return strings.Compare(a.Name, b.Name) })
 	return config.Canonical(struct {
 		G          config.Global
 		Scripts    []*config.VRRPScript
 		SyncGroups []*config.SyncGroup
 		Instances  []*config.Instance
-	}{g, cfg.Scripts, cfg.SyncGroups, cfg.Instances})
+	}{g, scripts, groups, insts})
 }
 
 // daemonMain runs the configuration until SIGTERM or SIGINT; SIGHUP
@@ -116,7 +149,11 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	defer signal.Stop(hup)
 
 	d.newMetrics()
-	if err := d.start(cfg); err != nil {
+	d.mu.Lock()
+	err := d.start(cfg)
+	d.publish()
+	d.mu.Unlock()
+	if err != nil {
 		log.Error("directord cannot start", "err", err)
 		d.shutdown()
 		return exitFailure
@@ -145,7 +182,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	}
 	notifyStopping()
 	log.Info("directord stopping")
-	err := d.shutdown()
+	err = d.shutdown()
 	stopAux()
 	aux.Wait()
 	if err != nil {
@@ -186,10 +223,11 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 	d.gen = 0 // a new LVS's first generation
 	checks, err := d.newChecks(cfg, lvs)
 	if err != nil {
+		lvs.Close()
 		k.Close()
 		return err
 	}
-	for _, e := range checks.Initial() {
+	for _, e := range checks.r.Initial() {
 		lvs.Seed(e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
 	}
 	d.k, d.lvs = k, lvs
@@ -211,27 +249,37 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 }
 
 // newChecks makes the checks of cfg, reporting to lvs with the
-// generation in d.gen when they run.
-func (d *daemon) newChecks(cfg *config.Config, lvs *director.LVS) (*healthcheck.Runner, error) {
+// generation in d.gen when they run (runChecks). Their reports end with
+// their context: stopped checks never wait on a busy data plane.
+func (d *daemon) newChecks(cfg *config.Config, lvs *director.LVS) (*checkSet, error) {
+	cs := &checkSet{}
+	cs.ctx, cs.cancel = context.WithCancel(context.Background())
 	gen := &d.gen
-	checks, err := healthcheck.New(cfg, func(e healthcheck.Event) {
-		lvs.ReportGen(context.Background(), *gen, e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
+	r, err := healthcheck.New(cfg, func(e healthcheck.Event) {
+		lvs.ReportGen(cs.ctx, *gen, e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
 	}, d.log)
 	if err != nil {
+		cs.cancel()
 		return nil, fmt.Errorf("health checks: %w", err)
 	}
-	checks.OnResult = d.onResult
-	return checks, nil
+	r.OnResult = d.onResult
+	cs.r = r
+	return cs, nil
+}
+
+// checkSet is a Runner with the context it runs and reports in.
+type checkSet struct {
+	r      *healthcheck.Runner
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // runChecks starts checks; d.gen must be theirs.
-func (d *daemon) runChecks(checks *healthcheck.Runner) {
-	gen := d.gen
-	ctx, cancel := context.WithCancel(context.Background())
-	d.checks, d.checksStop, d.checksDone = checks, cancel, make(chan struct{})
+func (d *daemon) runChecks(cs *checkSet) {
+	d.checks, d.checksCtx, d.checksStop, d.checksDone = cs.r, cs.ctx, cs.cancel, make(chan struct{})
 	done := d.checksDone
-	go func() { defer close(done); checks.Run(ctx) }()
-	d.log.Debug("health checks running", "generation", gen, "checks", len(checks.Checks()))
+	go func() { defer close(done); cs.r.Run(cs.ctx) }()
+	d.log.Debug("health checks running", "generation", d.gen, "checks", len(cs.r.Checks()))
 }
 
 // stopChecks stops the running checks and waits for their probes.
@@ -294,6 +342,8 @@ func (d *daemon) stopNode() error {
 func (d *daemon) shutdown() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.closing = true
+	defer d.publish()
 	var errs []error
 	errs = append(errs, d.stopNode())
 	d.stopChecks()
@@ -305,6 +355,9 @@ func (d *daemon) shutdown() error {
 	}
 	return errors.Join(errs...)
 }
+
+// errStopping refuses a reload or a drain during shutdown.
+var errStopping = errors.New("directord is stopping")
 
 // errBadConfig marks a reload refused for the file's errors.
 type errBadConfig struct{ msgs []string }
@@ -319,8 +372,16 @@ func (e *errBadConfig) Error() string { return strings.Join(e.msgs, "; ") }
 func (d *daemon) reload() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closing {
+		return errStopping
+	}
+	d.reloading.Store(time.Now().UnixNano())
 	err := d.reloadLocked()
+	d.publish()
+	d.reloading.Store(0)
 	now := time.Now()
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
 	d.reloads.last = &reloadOutcome{at: now, err: err}
 	if err != nil {
 		d.reloads.failed++
@@ -351,11 +412,17 @@ func (d *daemon) reloadLocked() error {
 		return err
 	}
 	wantLVS := d.runLVS(cfg)
-	var checks *healthcheck.Runner
+	var checks *checkSet
 	if d.lvs != nil {
 		var err error
 		if checks, err = d.newChecks(cfg, d.lvs); err != nil {
 			return err
+		}
+	} else if wantLVS {
+		// The checks a new data plane would run must be possible before
+		// VRRP changes (a script refused by enable_script_security).
+		if _, err := healthcheck.New(cfg, func(healthcheck.Event) {}, nil); err != nil {
+			return fmt.Errorf("health checks: %w", err)
 		}
 	}
 	var newNode bool
@@ -386,20 +453,23 @@ func (d *daemon) reloadLocked() error {
 	switch {
 	case d.lvs != nil:
 		d.stopChecks()
-		adopted := checks.Adopt(d.checks)
+		adopted := checks.r.Adopt(d.checks)
 		var seeds []director.Seed
-		for _, e := range checks.Initial() {
+		for _, e := range checks.r.Initial() {
 			seeds = append(seeds, director.Seed{Pool: e.Pool, Real: e.Real, State: director.RealState{Alive: e.Alive, Weight: e.Weight}})
 		}
 		gen, err := d.lvs.Reload(context.Background(), cfg, seeds)
+		if gen == 0 {
+			// The data plane ended under us: nothing to give the checks.
+			checks.cancel()
+			return fmt.Errorf("ipvs: %w", err)
+		}
 		if err != nil {
 			log.Error("reload: ipvs", "err", err)
 		}
-		if gen != 0 {
-			d.gen = gen
-		}
+		d.gen = gen
 		d.runChecks(checks)
-		log.Info("reload: virtual servers", "virtual_servers", len(cfg.VirtualServers), "checks", len(checks.Checks()), "checks_kept", adopted)
+		log.Info("reload: virtual servers", "virtual_servers", len(cfg.VirtualServers), "checks", len(checks.r.Checks()), "checks_kept", adopted)
 	case wantLVS:
 		if err := d.startLVS(cfg); err != nil {
 			return err

@@ -17,12 +17,18 @@ import (
 const statusTimeout = 5 * time.Second
 
 // Status is a snapshot for directorctl and the metrics.
+//
+// It reads the published view, never d.mu: a reload in progress does not
+// hold it up, and it shows the parts as they were before the reload.
 func (d *daemon) Status() control.Status {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()
-	cfg := d.cfg
+	v := d.view.Load()
+	if v == nil {
+		v = &view{cfg: d.cfg}
+	}
+	cfg := v.cfg
+	d.statsMu.Lock()
 	st := control.Status{
 		Version: version, PID: os.Getpid(), Started: d.started, ConfigFile: d.o.file,
 		LastGoodReload: d.reloads.lastGood, ReloadsOK: d.reloads.ok, ReloadsFailed: d.reloads.failed,
@@ -34,8 +40,9 @@ func (d *daemon) Status() control.Status {
 			st.LastReload.Error = r.err.Error()
 		}
 	}
-	if d.node != nil {
-		is, err := d.node.Status(ctx)
+	d.statsMu.Unlock()
+	if v.node != nil {
+		is, err := v.node.Status(ctx)
 		if err != nil {
 			d.log.Warn("status: vrrp", "err", err)
 		}
@@ -58,8 +65,8 @@ func (d *daemon) Status() control.Status {
 			st.Instances = append(st.Instances, ci)
 		}
 	}
-	if d.lvs != nil {
-		pools, drained, err := d.lvs.Status(ctx)
+	if v.lvs != nil {
+		pools, drained, err := v.lvs.Status(ctx)
 		if err != nil {
 			d.log.Warn("status: ipvs", "err", err)
 		}
@@ -68,8 +75,8 @@ func (d *daemon) Status() control.Status {
 		}
 		type where struct{ pool, real int }
 		checks := map[where][]control.Check{}
-		if d.checks != nil {
-			for _, c := range d.checks.Checks() {
+		if v.checks != nil {
+			for _, c := range v.checks.Checks() {
 				p, r := c.Where()
 				res, at := c.Last()
 				cc := control.Check{Type: c.Cfg.Type, Reason: res.Reason, Latency: res.Latency, At: at}
@@ -92,7 +99,7 @@ func (d *daemon) Status() control.Status {
 			}
 			st.VirtualServers = append(st.VirtualServers, vs)
 		}
-		ops, errs, last := d.lvs.Counters()
+		ops, errs, last := v.lvs.Counters()
 		st.IPVS = control.IPVS{Operations: ops, Errors: errs, LastSync: last}
 	}
 	return st
@@ -118,12 +125,14 @@ func (d *daemon) Drain(real string, on bool) error {
 	if err != nil {
 		return fmt.Errorf("%q: want ADDR:PORT ([ADDR]:PORT for IPv6)", real)
 	}
-	d.mu.Lock()
-	lvs := d.lvs
-	d.mu.Unlock()
-	if lvs == nil {
+	v := d.view.Load()
+	switch {
+	case v == nil || v.closing:
+		return errStopping
+	case v.lvs == nil:
 		return errNoLVS
 	}
+	lvs := v.lvs
 	return lvs.Drain(context.Background(), netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), on)
 }
 
