@@ -8,7 +8,10 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/directord/directord/config"
 )
@@ -28,10 +31,14 @@ type Check struct {
 	Verdict *Verdict
 	srv     *server
 	target  netip.Addr
-	dynamic int // misc_dynamic's contribution to the weight
+	dynamic  int  // misc_dynamic's contribution to the weight
+	reported bool // misc_dynamic reported a weight, which dynamic holds
 	last    Result
 	lastAt  time.Time
 	key     string // what the checker is, wherever it is written: see Adopt
+	// due is when the next probe is to start; Adopt carries it over a
+	// reload, so that reloads do not put probes off.
+	due atomic.Int64 // unix nanoseconds; 0 before the first schedule
 }
 
 // server is a real server's checks, whose verdicts combine: it is alive
@@ -80,6 +87,7 @@ type Runner struct {
 
 	egressMu sync.Mutex
 	egress   map[netip.Addr]egressAnswer
+	asking   singleflight.Group // one question per address at a time
 }
 
 // EgressTTL is how long an answer of Egress is kept.
@@ -99,14 +107,28 @@ func (r *Runner) egressDown(addr netip.Addr, now time.Time) (string, bool) {
 	if ok && now.Sub(a.at) < EgressTTL && now.Sub(a.at) >= 0 {
 		return a.why, a.down
 	}
-	why, down := r.Egress(addr)
-	r.egressMu.Lock()
-	defer r.egressMu.Unlock()
-	if r.egress == nil || len(r.egress) > 4096 {
-		r.egress = map[netip.Addr]egressAnswer{} // forget old answers wholesale
-	}
-	r.egress[addr] = egressAnswer{why, down, now}
-	return why, down
+	// Probes that timed out together ask together: one question to the
+	// kernel answers them all.
+	v, _, _ := r.asking.Do(addr.String(), func() (any, error) {
+		why, down := r.Egress(addr)
+		a := egressAnswer{why, down, now}
+		r.egressMu.Lock()
+		defer r.egressMu.Unlock()
+		if r.egress == nil {
+			r.egress = map[netip.Addr]egressAnswer{}
+		}
+		if len(r.egress) >= 65536 {
+			for k, e := range r.egress {
+				if now.Sub(e.at) >= EgressTTL {
+					delete(r.egress, k)
+				}
+			}
+		}
+		r.egress[addr] = a
+		return a, nil
+	})
+	a = v.(egressAnswer)
+	return a.why, a.down
 }
 
 // Concurrency bounds the probes in flight, and so the descriptors they
@@ -206,7 +228,16 @@ func (r *Runner) Adopt(old *Runner) int {
 		}
 		o.srv.mu.Lock()
 		*c.Verdict = *o.Verdict
-		c.last, c.lastAt, c.dynamic = o.last, o.lastAt, o.dynamic
+		c.last, c.lastAt = o.last, o.lastAt
+		// misc_dynamic's weight is absolute: kept as the script said it,
+		// whatever the new configured weight.
+		c.dynamic, c.reported = 0, o.reported
+		if o.reported {
+			c.dynamic = o.dynamic + o.srv.cfg.Weight - c.srv.cfg.Weight
+		}
+		// The next probe when it was due: a probe the reload cut short
+		// is due already.
+		c.due.Store(o.due.Load())
 		o.srv.mu.Unlock()
 		touched[c.srv] = true
 		n++
@@ -258,7 +289,11 @@ func (r *Runner) first(c *config.Checker) time.Duration {
 }
 
 func (r *Runner) loop(ctx context.Context, c *Check) {
-	t := time.NewTimer(r.first(c.Cfg))
+	wait := r.first(c.Cfg)
+	if due := c.due.Load(); due != 0 {
+		wait = max(time.Until(time.Unix(0, due)), 0)
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
@@ -308,7 +343,9 @@ func (r *Runner) loop(ctx context.Context, c *Check) {
 			}
 			next -= end.Sub(start)
 		}
-		t.Reset(max(next, time.Millisecond))
+		next = max(next, time.Millisecond)
+		c.due.Store(end.Add(next).UnixNano())
+		t.Reset(next)
 	}
 }
 
@@ -326,10 +363,10 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 		r.log.Debug("check failed", "real_server", s.cfg.Addr.String(), "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
 	}
 	if res.Outcome == Up && res.Weight >= 0 {
-		c.dynamic = res.Weight - s.cfg.Weight
+		c.dynamic, c.reported = res.Weight-s.cfg.Weight, true
 	}
 	if res.Outcome == Down {
-		c.dynamic = 0 // a failed checker's contribution is dropped
+		c.dynamic, c.reported = 0, false // a failed checker's contribution is dropped
 	}
 	alive, weight := true, s.cfg.Weight
 	for _, o := range s.checks {

@@ -405,5 +405,38 @@ func TestAdoptAcrossReload(t *testing.T) {
 		if p, rs := nr.Checks()[2].Where(); p != 0 || rs != 2 {
 			t.Errorf("Where %d %d", p, rs)
 		}
+		// The adopted checks keep their schedule; the changed one has
+		// none yet.
+		for i, c := range nr.Checks() {
+			if due, was := c.due.Load(), old.Checks()[i].due.Load(); (i < 2) != (due == was && due != 0) {
+				t.Errorf("check %d due at %d, was %d", i, due, was)
+			}
+		}
+		// A misc_dynamic weight is kept as the script gave it, whatever
+		// the new configured weight.
+		dyn := `virtual_server 192.0.2.1 80 {
+ protocol TCP
+ real_server 10.0.0.1 80 {
+  weight 10
+  MISC_CHECK {
+   misc_path /bin/true
+   misc_dynamic
+  }
+ }
+}
+`
+		or, err := New(parse(t, dyn), rec.emit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		or.record(or.Checks()[0], Result{Outcome: Up, Weight: 5}, time.Now())
+		nr2, err := New(parse(t, strings.Replace(dyn, "weight 10", "weight 20", 1)), rec.emit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nr2.Adopt(or)
+		if e := nr2.Initial(); len(e) != 1 || e[0].Weight != 5 {
+			t.Errorf("after the reload %+v, want weight 5 (the script's)", e)
+		}
 	})
 }
