@@ -26,16 +26,16 @@ type Event struct {
 
 // Check is one checker of one real server at run time.
 type Check struct {
-	Cfg     *config.Checker
-	Prober  Prober
-	Verdict *Verdict
-	srv     *server
-	target  netip.Addr
+	Cfg      *config.Checker
+	Prober   Prober
+	Verdict  *Verdict
+	srv      *server
+	target   netip.Addr
 	dynamic  int  // misc_dynamic's contribution to the weight
 	reported bool // misc_dynamic reported a weight, which dynamic holds
-	last    Result
-	lastAt  time.Time
-	key     string // what the checker is, wherever it is written: see Adopt
+	last     Result
+	lastAt   time.Time
+	key      string // what the checker is, wherever it is written: see Adopt
 	// due is when the next probe is to start; Adopt carries it over a
 	// reload, so that reloads do not put probes off.
 	due atomic.Int64 // unix nanoseconds; 0 before the first schedule
