@@ -5,9 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/directord/directord/internal/nstest"
 )
@@ -43,8 +47,8 @@ func startDirectord(t *testing.T, ns *nstest.NS, text string) *nstest.Process {
 // TestDirectordBesideKeepalived runs the directord binary as master (150)
 // beside keepalived (100), VRRPv3 at 100 ms, and ends it two ways: SIGTERM
 // hands the VIP over within Skew_Time and leaves none behind; SIGKILL is
-// noticed by keepalived after Master_Down_Interval (a dead process cannot
-// remove its VIP: the guardian of a later issue will).
+// no longer waits for Master_Down_Interval: the guardian speaks for the
+// dead daemon (TestGuardianHandsOverOnKill).
 func TestDirectordBesideKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
@@ -82,29 +86,177 @@ func TestDirectordBesideKeepalived(t *testing.T) {
 	}
 }
 
-// TestDirectordKilled: two directord peers; the master killed with SIGKILL
-// is replaced after Master_Down_Interval (the backup's, priority 100 at
-// 100 ms: 360.9 ms), measured from the master's last advert as the backup
-// received it.
-func TestDirectordKilled(t *testing.T) {
+// guardianOf finds the guardian process of the directord with PID pid.
+func guardianOf(t *testing.T, pid int) int {
+	t.Helper()
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if f[1] == strconv.Itoa(pid) && strings.Contains(string(cmd), "--guardian") {
+			return p
+		}
+	}
+	return 0
+}
+
+// exited tells whether process pid has ended (a zombie has: the dead
+// daemon's guardian is reparented to whoever reaps orphans here).
+func exited(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	return f[0] == "Z" || f[0] == "X"
+}
+
+// vipGone is when the VIP left ns's interfaces, as netlink announces it.
+func vipGone(t *testing.T, ns *nstest.NS, vip string) func() time.Time {
+	t.Helper()
+	ch := make(chan netlink.AddrUpdate, 64)
+	done := make(chan struct{})
+	if err := netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{Namespace: &ns.NS}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(done) })
+	gone := make(chan time.Time, 1)
+	go func() {
+		for u := range ch {
+			if !u.NewAddr && u.LinkAddress.IP.String() == vip {
+				select {
+				case gone <- time.Now():
+				default:
+				}
+			}
+		}
+	}()
+	return func() time.Time {
+		select {
+		case at := <-gone:
+			gone <- at
+			return at
+		case <-time.After(5 * time.Second):
+			return time.Time{}
+		}
+	}
+}
+
+// TestGuardianHandsOverOnKill: the master's directord killed with SIGKILL
+// while its host stays up. Its guardian sends the priority 0 advert at
+// once, so the peer (directord, and keepalived) takes over within
+// Skew_Time rather than Master_Down_Interval, and removes the VIP from the
+// dead master's interface; killed first, the guardian can do nothing and
+// the peer falls back to Master_Down_Interval, the VIP left behind.
+func TestGuardianHandsOverOnKill(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-kill-a")
-	b := nstest.New(t, "dd-kill-b")
+	// The backup's (priority 100) at 100 ms.
+	skew := 156 * 100 * time.Millisecond / 256
+	mdi := 300*time.Millisecond + skew
+	for i, c := range []struct {
+		peer          string
+		guardianFirst bool
+	}{{"directord", false}, {"keepalived", false}, {"directord", true}} {
+		t.Run(fmt.Sprintf("peer=%s/guardian-killed-first=%v", c.peer, c.guardianFirst), func(t *testing.T) {
+			a := nstest.New(t, fmt.Sprintf("dd-gd-a%d", i))
+			b := nstest.New(t, fmt.Sprintf("dd-gd-b%d", i))
+			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+			arps := nstest.WatchARP(t, a, "dda")
+			adverts := nstest.WatchVRRP(t, b, "ddb")
+			master := startDirectord(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", ""))
+			if c.peer == "directord" {
+				startDirectord(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+			} else {
+				nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+			}
+			alone := func() bool { return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100") }
+			nstest.WaitFor(t, 5*time.Second, "a holds the VIP", alone)
+			nstest.HoldFor(t, 500*time.Millisecond, "a alone holds the VIP", alone)
+			pid := master.Cmd.Process.Pid
+			g := guardianOf(t, pid)
+			if g == 0 {
+				t.Fatal("no guardian beside directord")
+			}
+			if c.guardianFirst {
+				syscall.Kill(g, syscall.SIGKILL)
+				nstest.WaitFor(t, time.Second, "the guardian gone", func() bool { return exited(g) })
+			}
+			gone := vipGone(t, a, "192.0.2.100")
+			kill := time.Now()
+			syscall.Kill(pid, syscall.SIGKILL) // the daemon alone: its host stays up
+			nstest.WaitFor(t, 3*time.Second, "b announces the VIP", func() bool { return arps.Count("192.0.2.100", kill) > 0 })
+			garp := arps.First("192.0.2.100", kill)
+			took := garp.Sub(kill)
+			if c.guardianFirst {
+				// Nobody speaks for the dead master: the backup waits
+				// Master_Down_Interval from the last advert it heard.
+				if since := garp.Sub(adverts.Last("192.0.2.1", garp)); since < mdi-20*time.Millisecond {
+					t.Errorf("b took over %v after a's last advert, want Master_Down_Interval %v", since, mdi)
+				}
+				if !a.HasAddr(t, "dda", "192.0.2.100") {
+					t.Error("the VIP left a's interface with neither daemon nor guardian")
+				}
+				t.Logf("without the guardian: takeover %v after the kill", took)
+				return
+			}
+			// Skew_Time from the guardian's advert (at once after the
+			// kill); the host gets 25 ms for its own scheduling.
+			if took > skew+25*time.Millisecond {
+				t.Errorf("b took the VIP %v after the kill, want Skew_Time %v (+25 ms for the host)", took, skew)
+			}
+			removed := gone()
+			if removed.IsZero() {
+				t.Fatal("the dead master's VIP stayed on its interface")
+			}
+			if d := removed.Sub(kill); d > 50*time.Millisecond {
+				t.Errorf("the VIP left a's interface %v after the kill, want within 10 ms (50 on a busy host)", d)
+			}
+			t.Logf("kill to priority 0 advert %v, to the VIP gone %v, to b's takeover %v (Skew_Time %v)",
+				adverts.Last("192.0.2.1", garp).Sub(kill), removed.Sub(kill), took, skew)
+			nstest.WaitFor(t, time.Second, "the guardian gone", func() bool { return exited(g) })
+		})
+	}
+}
+
+// TestGuardianLeavesOnCleanStop: SIGTERM hands over as always, and the
+// guardian leaves without doing anything (no second advert, no error).
+func TestGuardianLeavesOnCleanStop(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-gs-a")
+	b := nstest.New(t, "dd-gs-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-	arps := nstest.WatchARP(t, a, "dda")
-	adverts := nstest.WatchVRRP(t, b, "ddb")
 	master := startDirectord(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", ""))
 	startDirectord(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 5*time.Second, "a holds the VIP", func() bool { return a.HasAddr(t, "dda", "192.0.2.100") })
-	nstest.HoldFor(t, 500*time.Millisecond, "a alone holds the VIP", func() bool {
-		return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100")
-	})
-	kill := time.Now()
-	master.Signal(syscall.SIGKILL)
-	nstest.WaitFor(t, 3*time.Second, "b announces the VIP", func() bool { return arps.Count("192.0.2.100", kill) > 0 })
-	took := arps.First("192.0.2.100", kill).Sub(adverts.Last("192.0.2.1", kill))
-	if bound := 300*time.Millisecond + 156*100*time.Millisecond/256; took < bound || took > bound+20*time.Millisecond {
-		t.Errorf("b announced %v after a's last advert, want Master_Down_Interval %v (+20 ms)", took, bound)
+	g := guardianOf(t, master.Cmd.Process.Pid)
+	if g == 0 {
+		t.Fatal("no guardian beside directord")
 	}
-	t.Logf("takeover %v after the last advert", took)
+	// A guardian that dies is replaced (after 1 s).
+	syscall.Kill(g, syscall.SIGKILL)
+	nstest.WaitFor(t, 5*time.Second, "a new guardian", func() bool {
+		n := guardianOf(t, master.Cmd.Process.Pid)
+		if n != 0 && n != g && !exited(n) {
+			g = n
+			return true
+		}
+		return false
+	})
+	if !a.HasAddr(t, "dda", "192.0.2.100") {
+		t.Fatal("a lost the VIP when its guardian died")
+	}
+	master.Signal(syscall.SIGTERM)
+	if !master.Wait(5 * time.Second) {
+		t.Fatal("directord did not stop")
+	}
+	nstest.WaitFor(t, time.Second, "the guardian gone", func() bool { return exited(g) })
+	nstest.WaitFor(t, 2*time.Second, "b master", func() bool { return b.HasAddr(t, "ddb", "192.0.2.100") })
 }

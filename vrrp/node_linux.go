@@ -30,6 +30,8 @@ type Node struct {
 	socks      []*sock
 	insts      []*instance
 	track      *tracking
+	will       func(Testament) // OnTestament's
+	willMu     sync.Mutex
 	running    atomic.Bool // Run has started: it ends the tracking itself
 	observe    atomic.Pointer[func(Event)]
 }
@@ -473,10 +475,12 @@ func (in *instance) Transition(from, to State) {
 	case to == Master:
 		in.addresses(true)
 		in.installRoutes(true)
+		in.node.bequeath()
 	case from == Master:
 		// Routes before the addresses they may use as their source.
 		in.installRoutes(false)
 		in.addresses(false)
+		in.node.bequeath()
 	}
 }
 

@@ -37,6 +37,7 @@ type daemon struct {
 	cfg *config.Config
 
 	node     *vrrp.Node
+	guard    *guardian // hands over if the daemon dies; with VRRP only
 	nodeStop context.CancelFunc
 	nodeDone chan error
 	nodeKey  string // config.Canonical of what the node runs
@@ -319,6 +320,16 @@ func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle)
 	if d.lvs != nil {
 		node.Observe(d.lvs.Observe)
 	}
+	if d.guard == nil {
+		g, err := startGuardian(d.o, d.log)
+		if err != nil {
+			d.log.Error("the guardian cannot start: a crash of directord would leave its VIPs", "err", err)
+		}
+		d.guard = g
+	}
+	if d.guard != nil {
+		node.OnTestament(d.guard.Bequeath)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- node.Run(ctx); h.Close() }()
@@ -346,6 +357,10 @@ func (d *daemon) shutdown() error {
 	defer d.publish()
 	var errs []error
 	errs = append(errs, d.stopNode())
+	if d.guard != nil {
+		d.guard.Stop() // after VRRP's own hand-over
+		d.guard = nil
+	}
 	d.stopChecks()
 	if d.lvs != nil {
 		d.lvsStop()

@@ -25,6 +25,7 @@ type options struct {
 	metrics    string // --metrics-address
 	control    string // --control-socket
 	keepIPVS   bool   // -I, --dont-release-ipvs
+	guardian   bool   // --guardian: the daemon's own companion (not for operators)
 }
 
 // flagSpec describes one option: its short and long names and whether it
@@ -67,6 +68,7 @@ var flagSpecs = []flagSpec{
 	{0, "metrics-address", true, strFlag(func(o *options) *string { return &o.metrics })},
 	{0, "control-socket", true, strFlag(func(o *options) *string { return &o.control })},
 	{'I', "dont-release-ipvs", false, boolFlag(func(o *options) *bool { return &o.keepIPVS })},
+	{0, "guardian", false, boolFlag(func(o *options) *bool { return &o.guardian })},
 }
 
 // parseFlags reads arguments the way keepalived's getopt_long does: short

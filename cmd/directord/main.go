@@ -36,6 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch {
+	case o.guardian:
+		return guardianMain(o, stderr)
 	case o.help:
 		fmt.Fprint(stdout, usage)
 		return exitOK
