@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/directord/directord/internal/control"
 	"github.com/directord/directord/internal/nstest"
 )
 
@@ -259,4 +261,76 @@ func TestGuardianLeavesOnCleanStop(t *testing.T) {
 	}
 	nstest.WaitFor(t, time.Second, "the guardian gone", func() bool { return exited(g) })
 	nstest.WaitFor(t, 2*time.Second, "b master", func() bool { return b.HasAddr(t, "ddb", "192.0.2.100") })
+}
+
+// TestHandover: directorctl handover makes the master give up: the peer
+// (directord, and keepalived) takes over after Skew_Time and this director
+// stays backup though its priority is higher, across a reload that
+// restarts VRRP, and status says so; resume makes it preempt again.
+func TestHandover(t *testing.T) {
+	nstest.RequireRoot(t)
+	for i, peer := range []string{"directord", "keepalived"} {
+		t.Run("peer="+peer, func(t *testing.T) {
+			a := nstest.New(t, fmt.Sprintf("dd-ho-a%d", i))
+			b := nstest.New(t, fmt.Sprintf("dd-ho-b%d", i))
+			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+			dir := t.TempDir()
+			file, sock := filepath.Join(dir, "keepalived.conf"), filepath.Join(dir, "d.sock")
+			conf := nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "")
+			if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d := nstest.Start(t, a, binary, "-n", "-l", "-f", file, "--control-socket", sock)
+			if peer == "directord" {
+				startDirectord(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+			} else {
+				nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+			}
+			aMaster := func() bool { return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100") }
+			bMaster := func() bool { return b.HasAddr(t, "ddb", "192.0.2.100") && !a.HasAddr(t, "dda", "192.0.2.100") }
+			nstest.WaitFor(t, 5*time.Second, "a master", aMaster)
+			nstest.HoldFor(t, 300*time.Millisecond, "a master", aMaster)
+
+			c := control.Dial(sock)
+			res, err := c.Handover(context.Background(), "")
+			if err != nil || len(res.Instances) != 1 || !res.Instances[0].OK || res.Instances[0].Master != "192.0.2.2" {
+				t.Fatalf("handover: %+v, %v", res, err)
+			}
+			// The peer's Skew_Time is 60.9 ms; its first advert as master
+			// ends the wait.
+			if took := res.Instances[0].Took; took > 500*time.Millisecond {
+				t.Errorf("the hand-over took %v, want about Skew_Time (60.9 ms)", took)
+			}
+			nstest.WaitFor(t, time.Second, "b master", bMaster)
+			nstest.HoldFor(t, time.Second, "b master while a yields", bMaster)
+
+			// A reload that restarts VRRP keeps the hand-over.
+			changed := strings.Replace(conf, "advert_int 0.1", "advert_int 0.1\n    garp_master_delay 1", 1)
+			if changed == conf {
+				t.Fatal("the test's change did not apply")
+			}
+			if err := os.WriteFile(file, []byte(changed), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d.Signal(syscall.SIGHUP)
+			var st control.Status
+			nstest.WaitFor(t, 5*time.Second, "the reload", func() bool {
+				st, err = c.Status(context.Background())
+				return err == nil && st.ReloadsOK+st.ReloadsFailed == 1 && len(st.Instances) == 1
+			})
+			if st.ReloadsOK != 1 {
+				t.Fatalf("the reload failed: %+v", st.LastReload)
+			}
+			if !st.Instances[0].HandedOver {
+				t.Errorf("status after the reload: %+v, want handed_over", st.Instances[0])
+			}
+			nstest.HoldFor(t, time.Second, "b master after a's reload", bMaster)
+
+			if err := c.Resume(context.Background(), ""); err != nil {
+				t.Fatal(err)
+			}
+			nstest.WaitFor(t, 3*time.Second, "a master again (preempt)", aMaster)
+			t.Logf("hand-over to %s in %v", peer, res.Instances[0].Took)
+		})
+	}
 }

@@ -62,6 +62,11 @@ func (d *Driver) Force(to State, forced func(bool)) {
 	})
 }
 
+// Yield starts (on) or ends an operator's hand-over (Machine.Yield).
+func (d *Driver) Yield(on bool) {
+	d.post(func(now time.Time) { d.m.Yield(now, on) })
+}
+
 // SetPriority sets the effective priority.
 func (d *Driver) SetPriority(p uint8) {
 	d.post(func(time.Time) { d.m.SetPriority(p) })
@@ -72,6 +77,7 @@ type Status struct {
 	State      State
 	Priority   uint8
 	MasterAddr netip.Addr
+	Yielding   bool
 }
 
 // Status asks the running machine for its state.
@@ -79,16 +85,25 @@ func (d *Driver) Status(ctx context.Context) (Status, error) {
 	ch := make(chan Status, 1)
 	select {
 	case d.events <- func(time.Time) {
-		ch <- Status{State: d.m.State(), Priority: d.m.Priority(), MasterAddr: d.m.MasterAddr()}
+		ch <- Status{State: d.m.State(), Priority: d.m.Priority(), MasterAddr: d.m.MasterAddr(), Yielding: d.m.Yielding()}
 	}:
 	case <-d.done:
 		return Status{}, errors.New("vrrp: instance stopped")
 	case <-ctx.Done():
 		return Status{}, ctx.Err()
 	}
+	// The request may sit in the queue of a machine that stops before it
+	// reads it: its end is an answer too.
 	select {
 	case s := <-ch:
 		return s, nil
+	case <-d.done:
+		select {
+		case s := <-ch:
+			return s, nil
+		default:
+			return Status{}, errors.New("vrrp: instance stopped")
+		}
 	case <-ctx.Done():
 		return Status{}, ctx.Err()
 	}

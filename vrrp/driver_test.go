@@ -2,6 +2,7 @@ package vrrp
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"sync"
 	"testing"
@@ -199,6 +200,36 @@ func TestOneMasterAfterPartition(t *testing.T) {
 		synctest.Wait()
 		if a.state(t) != Master || b.state(t) != Backup {
 			t.Fatalf("healed: a %s, b %s", a.state(t), b.state(t))
+		}
+	})
+}
+
+// TestStatusOfAStoppedDriver: a status asked of a machine that stops
+// before it reads the request is answered at once (it used to wait for the
+// caller's deadline: a reload that restarted VRRP held directorctl status
+// for 5 s).
+func TestStatusOfAStoppedDriver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := NewDriver(v2params(100), &recorder{at: new(time.Duration)})
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		got := make(chan error, 1)
+		go func() {
+			sctx, scancel := context.WithTimeout(t.Context(), time.Hour)
+			defer scancel()
+			_, err := d.Status(sctx)
+			got <- err
+		}()
+		synctest.Wait() // the request is queued
+		d.Run(ctx, false)
+		synctest.Wait()
+		select {
+		case err := <-got:
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("status waited for its deadline: %v", err)
+			}
+		default:
+			t.Error("status still waiting after the machine stopped")
 		}
 	})
 }

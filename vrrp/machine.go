@@ -92,7 +92,9 @@ type Machine struct {
 	act Actions
 
 	state    State
-	priority uint8 // effective priority (configured plus tracking)
+	priority uint8 // effective priority (configured plus tracking), 1 while yielding
+	tracked  uint8 // configured plus tracking, whatever Yield says
+	yielding bool  // an operator's hand-over: see Yield
 	fault    bool  // a tracked resource is down
 
 	// masterAdverInt is the master's advert interval (VRRPv3 backups adopt
@@ -113,7 +115,7 @@ type Machine struct {
 
 // NewMachine returns a machine in Initialize; call Start.
 func NewMachine(p Params, act Actions) *Machine {
-	return &Machine{p: p, act: act, priority: p.Priority, masterAdverInt: p.AdvertInt}
+	return &Machine{p: p, act: act, priority: p.Priority, tracked: p.Priority, masterAdverInt: p.AdvertInt}
 }
 
 // State returns the current state.
@@ -345,8 +347,38 @@ func (m *Machine) SetPriority(prio uint8) {
 	if m.p.Priority == 255 {
 		return // the address owner's priority is not adjusted
 	}
-	m.priority = min(max(prio, 1), 254)
+	m.tracked = min(max(prio, 1), 254)
+	if !m.yielding {
+		m.priority = m.tracked
+	}
 }
+
+// Yield is an operator's planned hand-over (on) and its end (off). While
+// yielding, the instance runs at priority 1, the lowest: a master sends a
+// priority 0 advert and becomes backup, so that a peer takes over after
+// Skew_Time; a backup does not preempt. With no peer at all the instance
+// still becomes master when Master_Down_Interval passes, at priority 1:
+// a hand-over never leaves the addresses without a holder. Off, the
+// instance competes again at its own priority, preempting as configured.
+func (m *Machine) Yield(now time.Time, on bool) {
+	if m.yielding == on {
+		return
+	}
+	m.yielding = on
+	if !on {
+		m.priority = m.tracked
+		return
+	}
+	m.priority = 1
+	if m.state == Master {
+		m.act.SendAdvert(0)
+		m.masterAddr = netip.Addr{} // the next master's adverts say who
+		m.becomeBackup(now, m.masterAdverInt)
+	}
+}
+
+// Yielding tells whether Yield is on.
+func (m *Machine) Yielding() bool { return m.yielding }
 
 // Stop is a clean shutdown: a master sends a priority 0 advert so that a
 // backup takes over after Skew_Time rather than Master_Down_Interval.

@@ -329,3 +329,55 @@ func TestGarpLowerPrio(t *testing.T) {
 	s.rec.log = garps
 	s.want("5s garp 2", "8s garp 2")
 }
+
+// TestYield: an operator's hand-over. The master (150) sends priority 0
+// and becomes backup; the peer (100) takes over and this one stays backup
+// behind it, not preempting; resumed, it preempts at its own priority.
+// With no peer at all, a yielding instance becomes master again after
+// Master_Down_Interval: a hand-over never leaves the VIP without a holder.
+func TestYield(t *testing.T) {
+	s := newSim(t, v3params(150, time.Second))
+	s.start()
+	s.until(4 * time.Second) // master at 3.4 s
+	s.rec.log = nil
+	s.m.Yield(s.t0.Add(s.now), true)
+	s.want("4s advert 0", "4s MASTER->BACKUP")
+	if s.m.Priority() != 1 || !s.m.Yielding() || s.m.MasterAddr().IsValid() {
+		t.Errorf("yielding: priority %d, yielding %v, master %v", s.m.Priority(), s.m.Yielding(), s.m.MasterAddr())
+	}
+	// The peer takes over and speaks; a lower priority than our own, but
+	// we do not preempt while yielding.
+	for i := range 5 {
+		s.advert(time.Duration(4*time.Second)+time.Duration(i)*time.Second+600*time.Millisecond, 100, "192.0.2.2", 100)
+	}
+	s.want()
+	if s.m.State() != Backup || s.m.MasterAddr() != netip.MustParseAddr("192.0.2.2") {
+		t.Errorf("state %v master %v, want backup behind 192.0.2.2", s.m.State(), s.m.MasterAddr())
+	}
+	// Tracking changes the priority underneath; Yield still rules.
+	s.m.SetPriority(140)
+	if s.m.Priority() != 1 {
+		t.Errorf("priority %d while yielding", s.m.Priority())
+	}
+	s.m.Yield(s.t0.Add(s.now), false)
+	if s.m.Priority() != 140 {
+		t.Errorf("priority %d after resume, want 140", s.m.Priority())
+	}
+	// Resumed: the peer's next adverts are ignored (preempt), so the
+	// down timer takes us back to master.
+	s.advert(9600*time.Millisecond, 100, "192.0.2.2", 100)
+	s.until(14 * time.Second)
+	if s.m.State() != Master {
+		t.Errorf("after resume state %v, want master again (preempt)", s.m.State())
+	}
+
+	// Alone: yield, and nobody answers.
+	a := newSim(t, v3params(150, time.Second))
+	a.start()
+	a.until(4 * time.Second)
+	a.m.Yield(a.t0.Add(a.now), true)
+	a.rec.log = nil
+	a.until(8 * time.Second)
+	// Master_Down_Interval at priority 1: 3 s + 255/256 s.
+	a.want("7.99609375s advert 1", "7.99609375s BACKUP->MASTER", "7.99609375s garp 5")
+}

@@ -529,6 +529,29 @@ type InstanceStatus struct {
 	Transitions uint64
 	Since       time.Time // the last transition
 	Drops       map[string]uint64
+	// Yielding: an operator's hand-over holds the instance back (Yield).
+	Yielding bool
+	// Primary is the address its adverts come from.
+	Primary netip.Addr
+}
+
+// ErrNoInstance is Yield's error for a name no instance has.
+var ErrNoInstance = errors.New("no such VRRP instance")
+
+// Yield starts (on) or ends an operator's hand-over for the instance
+// named, or every instance for "" (Machine.Yield).
+func (n *Node) Yield(name string, on bool) error {
+	found := false
+	for _, in := range n.insts {
+		if name == "" || in.cfg.Name == name {
+			in.drv.Yield(on)
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s: %w", name, ErrNoInstance)
+	}
+	return nil
 }
 
 // Status reports every instance.
@@ -540,6 +563,7 @@ func (n *Node) Status(ctx context.Context) ([]InstanceStatus, error) {
 			return nil, err
 		}
 		s := InstanceStatus{Name: in.cfg.Name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
+			Yielding: st.Yielding, Primary: in.primary,
 			Sent: in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
 		if ns := in.since.Load(); ns != 0 {
 			s.Since = time.Unix(0, ns)

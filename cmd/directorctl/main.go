@@ -44,6 +44,11 @@ Commands:
                      it stays drained, across reloads, until undrain
   undrain ADDR:PORT  give a drained real server its weight back
   reload             read the configuration file again, as SIGHUP does
+  handover [NAME]    give up mastership of VRRP instance NAME (every instance
+                     without one): priority 0 adverts, then backup at priority 1
+                     while a peer is master; waits for the peer and says how
+                     long it took; holds across reloads until resume
+  resume [NAME]      let the instance compete again at its own priority
   help               print this help
 
 An IPv6 real server is written [ADDR]:PORT.
@@ -141,6 +146,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, errors.New("reload takes no argument"))
 		}
 		return reload(ctx, c, o, stdout, stderr)
+	case "handover", "resume":
+		if len(rest) > 1 {
+			return usageError(stderr, fmt.Errorf("%s takes at most one VRRP instance", cmd))
+		}
+		name := ""
+		if len(rest) == 1 {
+			name = rest[0]
+		}
+		if cmd == "resume" {
+			if err := c.Resume(ctx, name); err != nil {
+				return fail(stderr, fmt.Errorf("resume: %w", err))
+			}
+			if !o.json {
+				fmt.Fprintln(stdout, "resumed: the instance competes again at its own priority")
+			}
+			return exitOK
+		}
+		return handover(ctx, c, o, name, stdout, stderr)
 	}
 	return usageError(stderr, fmt.Errorf("unknown command %q", cmd))
 }
@@ -212,6 +235,31 @@ func reload(ctx context.Context, c *control.Client, o options, stdout, stderr io
 	}
 	if !o.json {
 		fmt.Fprintln(stdout, "reload OK")
+	}
+	return exitOK
+}
+
+func handover(ctx context.Context, c *control.Client, o options, name string, stdout, stderr io.Writer) int {
+	r, err := c.Handover(ctx, name)
+	if err != nil && len(r.Instances) == 0 {
+		return fail(stderr, fmt.Errorf("handover: %w", err))
+	}
+	if o.json {
+		if code := printJSON(stdout, stderr, r); code != exitOK {
+			return code
+		}
+	} else {
+		for _, i := range r.Instances {
+			if i.OK {
+				fmt.Fprintf(stdout, "%s: handed over to %s in %v\n", i.Name, orDash(i.Master), i.Took.Round(time.Millisecond))
+			} else {
+				fmt.Fprintf(stdout, "%s: %s\n", i.Name, i.Error)
+			}
+		}
+		fmt.Fprintln(stdout, "This director stays backup until: directorctl resume"+map[bool]string{true: "", false: " " + name}[name == ""])
+	}
+	if err != nil {
+		return exitFailure
 	}
 	return exitOK
 }

@@ -61,6 +61,12 @@ type daemon struct {
 
 	statsMu sync.Mutex
 	reloads reloadStats
+
+	// The planned hand-overs in force (directorctl handover), kept
+	// across reloads until resumed.
+	yieldMu  sync.Mutex
+	yieldAll bool
+	yielded  map[string]bool
 	// onResult sees every probe's result (the metrics).
 	onResult func(*healthcheck.Check, healthcheck.Result)
 	metrics  *metrics.Metrics // nil without --metrics-address
@@ -121,7 +127,7 @@ func vrrpKey(cfg *config.Config) string {
 // daemonMain runs the configuration until SIGTERM or SIGINT; SIGHUP
 // reloads it.
 func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
-	d := &daemon{o: o, log: newLogger(o, stderr), started: time.Now(), cfg: cfg}
+	d := &daemon{o: o, log: newLogger(o, stderr), started: time.Now(), cfg: cfg, yielded: map[string]bool{}}
 	log := d.log
 	if o.pidFile != "" {
 		if err := os.WriteFile(o.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -333,6 +339,7 @@ func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- node.Run(ctx); h.Close() }()
+	d.reYield(node) // once it runs: its machines take events
 	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, vrrpKey(cfg)
 }
 

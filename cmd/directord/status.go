@@ -51,7 +51,7 @@ func (d *daemon) Status() control.Status {
 			byName[in.Name] = in
 		}
 		for _, s := range is {
-			ci := control.Instance{Name: s.Name, State: s.State.String(), Since: s.Since, EffectivePriority: s.Priority,
+			ci := control.Instance{Name: s.Name, State: s.State.String(), Since: s.Since, EffectivePriority: s.Priority, HandedOver: s.Yielding,
 				AdvertsSent: s.Sent, AdvertsReceived: s.Received, Transitions: s.Transitions, Drops: s.Drops, VIPs: []string{}}
 			if s.MasterAddr.IsValid() {
 				ci.MasterAddr = s.MasterAddr.String()

@@ -237,7 +237,11 @@ func connLine(table string, port int) string {
 // The stop leaves the table with --dont-release-ipvs (keepalived's -I);
 // without it, the stop removes directord's virtual servers, as keepalived.
 func TestRestartKeepsLiveConnections(t *testing.T) {
-	t.Run("adopted", func(t *testing.T) { restart(t, "", true) })
+	t.Run("adopted", func(t *testing.T) { restart(t, "", true, syscall.SIGTERM) })
+	// A crash leaves the table (the guardian hands over the VIP only):
+	// the restarted daemon starts as backup, adopts it and wins back
+	// mastership by the election.
+	t.Run("crashed", func(t *testing.T) { restart(t, "", true, syscall.SIGKILL) })
 	t.Run("released", func(t *testing.T) {
 		bin := binary(t)
 		l := newLAN(t)
@@ -257,7 +261,7 @@ func TestRestartKeepsLiveConnections(t *testing.T) {
 	// which the service's counters show, so the test can tell the two
 	// apart. (The connection itself may live on: the kernel revives a
 	// destination re-added soon after its deletion from its trash.)
-	t.Run("lvs_flush", func(t *testing.T) { restart(t, "lvs_flush", false) })
+	t.Run("lvs_flush", func(t *testing.T) { restart(t, "lvs_flush", false, syscall.SIGTERM) })
 }
 
 // checkStats compares the 64-bit counters our client reads with what
@@ -306,7 +310,7 @@ func scheduled(t *testing.T, ns *nstest.NS) string {
 	return ""
 }
 
-func restart(t *testing.T, global string, adopted bool) {
+func restart(t *testing.T, global string, adopted bool, sig syscall.Signal) {
 	bin := binary(t)
 	l := newLAN(t)
 	dir := nstest.New(t, name(t, "lb"))
@@ -327,9 +331,12 @@ func restart(t *testing.T, global string, adopted bool) {
 	nstest.WaitFor(t, 5*time.Second, "1 connection scheduled", func() bool { return scheduled(t, dir) == "1" })
 	checkStats(t, dir)
 
-	d.Signal(syscall.SIGTERM)
+	syscall.Kill(d.Cmd.Process.Pid, sig) // the daemon alone: a crash spares its guardian
 	if !d.Wait(10 * time.Second) {
 		t.Fatal("directord did not stop")
+	}
+	if sig == syscall.SIGKILL {
+		nstest.WaitFor(t, 2*time.Second, "the guardian removes the VIP", func() bool { return !dir.HasAddr(t, "eth0", vip) })
 	}
 	if after := ipvsadm(t, dir, "-Sn"); after != before {
 		t.Errorf("the table changed at stop:\n%s\nwas:\n%s", after, before)

@@ -116,6 +116,39 @@ func (c *Client) Reload(ctx context.Context) (Reload, error) {
 	return r, nil
 }
 
+// Handover makes this director give up mastership of the instance (every
+// instance for ""), and waits until a peer has taken over; a peer that
+// did not is an error, with the result.
+func (c *Client) Handover(ctx context.Context, instance string) (HandoverResult, error) {
+	var r HandoverResult
+	code, body, err := c.call(ctx, http.MethodPost, "/v1/handover", HandoverRequest{Instance: instance})
+	if err != nil {
+		return r, err
+	}
+	if code != http.StatusOK && code != http.StatusUnprocessableEntity {
+		return r, answerError(code, body)
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return r, fmt.Errorf("handover: decode the answer: %w", err)
+	}
+	if code != http.StatusOK {
+		return r, errors.New("handover: no peer took over")
+	}
+	return r, nil
+}
+
+// Resume lets the instance (every instance for "") compete again.
+func (c *Client) Resume(ctx context.Context, instance string) error {
+	code, body, err := c.call(ctx, http.MethodPost, "/v1/resume", HandoverRequest{Instance: instance})
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return answerError(code, body)
+	}
+	return nil
+}
+
 // call sends a request and returns the answer's code and body; the error
 // is for a request that got no answer, or a refusal.
 func (c *Client) call(ctx context.Context, method, path string, in any) (int, []byte, error) {

@@ -99,6 +99,8 @@ func removeStale(path string) error {
 //	POST /v1/drain    {"real":"ADDR:PORT"}  → {} or an error
 //	POST /v1/undrain  {"real":"ADDR:PORT"}  → {} or an error
 //	POST /v1/reload   Reload, 200 if it succeeded and 422 if not
+//	POST /v1/handover {"instance":"NAME"} → HandoverResult, 422 if a peer did not take over
+//	POST /v1/resume   {"instance":"NAME"} → {} or an error
 //
 // Errors are {"error":"..."} with a 4xx code. Each connection's peer
 // credentials (SO_PEERCRED) are checked: only root is served. Requests
@@ -217,6 +219,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if method(w, r, http.MethodPost) {
 			s.reload(w, p.uid)
 		}
+	case "/v1/handover", "/v1/resume":
+		if method(w, r, http.MethodPost) {
+			s.handover(w, r, p.uid, r.URL.Path == "/v1/handover")
+		}
 	default:
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such path %q", r.URL.Path))
 	}
@@ -284,6 +290,40 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) (int, error) {
 	default:
 		return http.StatusBadRequest, fmt.Errorf("request body: %v", err)
 	}
+}
+
+func (s *Server) handover(w http.ResponseWriter, r *http.Request, uid uint32, on bool) {
+	h, ok := s.Backend.(Handoverer)
+	if !ok {
+		writeError(w, http.StatusNotFound, "this directord has no hand-over")
+		return
+	}
+	var req HandoverRequest
+	if code, err := decodeBody(w, r, &req); err != nil {
+		writeError(w, code, err.Error())
+		return
+	}
+	s.logger().Info("control: hand-over", "instance", req.Instance, "on", on, "uid", uid)
+	if !on {
+		if err := h.Resume(req.Instance); err != nil {
+			writeError(w, http.StatusNotFound, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, struct{}{})
+		return
+	}
+	res, err := h.Handover(r.Context(), req.Instance)
+	if err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	code := http.StatusOK
+	for _, i := range res.Instances {
+		if !i.OK {
+			code = http.StatusUnprocessableEntity
+		}
+	}
+	writeJSON(w, code, res)
 }
 
 func (s *Server) reload(w http.ResponseWriter, uid uint32) {

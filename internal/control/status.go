@@ -3,7 +3,10 @@
 // Unix socket that only root may use.
 package control
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Status is a snapshot of a running directord.
 type Status struct {
@@ -46,6 +49,10 @@ type Instance struct {
 	EffectivePriority uint8     `json:"effective_priority"` // after tracking
 	MasterAddr        string    `json:"master_addr,omitempty"`
 	VIPs              []string  `json:"vips"`
+
+	// HandedOver: an operator's hand-over holds the instance back (it
+	// runs at priority 1, as backup while a peer is master) until resume.
+	HandedOver bool `json:"handed_over"`
 
 	AdvertsSent     uint64            `json:"adverts_sent"`
 	AdvertsReceived uint64            `json:"adverts_received"`
@@ -92,6 +99,37 @@ type IPVS struct {
 	Operations uint64    `json:"operations"`
 	Errors     uint64    `json:"errors"`
 	LastSync   time.Time `json:"last_sync"`
+}
+
+// HandoverRequest is the body of POST /v1/handover and /v1/resume.
+type HandoverRequest struct {
+	Instance string `json:"instance"` // "" for every instance
+}
+
+// HandoverResult is how a hand-over went, instance by instance.
+type HandoverResult struct {
+	Instances []HandoverInstance `json:"instances"`
+}
+
+// HandoverInstance is one instance's hand-over.
+type HandoverInstance struct {
+	Name string `json:"name"`
+	// OK: a peer's adverts show it is master (or it was already).
+	OK bool `json:"ok"`
+	// Took is from the request to the peer's first advert as master.
+	Took   time.Duration `json:"took_ns"`
+	Master string        `json:"master,omitempty"` // the peer's address
+	Error  string        `json:"error,omitempty"`
+}
+
+// Handoverer is what the control API asks of a daemon that runs VRRP, for
+// planned hand-overs.
+type Handoverer interface {
+	// Handover makes the instance (every instance for "") give up
+	// mastership and stay backup, and waits until a peer has taken over.
+	Handover(ctx context.Context, instance string) (HandoverResult, error)
+	// Resume lets the instance compete again.
+	Resume(instance string) error
 }
 
 // Backend is what the control API asks of the daemon.
