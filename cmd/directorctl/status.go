@@ -37,7 +37,7 @@ func writeStatus(w io.Writer, st control.Status, now time.Time) error {
 		rows := [][]string{{"NAME", "VRID", "INTERFACE", "STATE", "SINCE", "PRIO/EFFECTIVE", "MASTER", "VIPS"}}
 		for _, in := range st.Instances {
 			rows = append(rows, []string{
-				in.Name, fmt.Sprint(in.VRID), orDash(in.Interface), in.State+map[bool]string{true: " (handed over)"}[in.HandedOver], ago(in.Since, now),
+				in.Name, fmt.Sprint(in.VRID), orDash(in.Interface), in.State + map[bool]string{true: " (handed over)"}[in.HandedOver], ago(in.Since, now),
 				fmt.Sprintf("%d/%d", in.Priority, in.EffectivePriority),
 				orDash(in.MasterAddr), orDash(strings.Join(in.VIPs, ", ")),
 			})
