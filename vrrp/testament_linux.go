@@ -106,6 +106,10 @@ type GuardianMessage struct {
 	Bye       bool       `json:"bye,omitempty"`
 }
 
+// ErrDaemonDied is RunGuardian's answer when the pipe ended without Bye,
+// wrapping any failure of what it did then.
+var ErrDaemonDied = errors.New("directord died without its shutdown")
+
 // RunGuardian reads the daemon's messages from r (a pipe whose other end
 // only the daemon holds) until it ends. A Bye, or no testament, ends it
 // quietly; an end without Bye means the daemon died: the last Testament
@@ -150,7 +154,7 @@ func RunGuardian(r io.Reader, h *netlink.Handle, log *slog.Logger) error {
 	}
 	// The pipe ended without Bye: the daemon is gone.
 	if last == nil || (len(last.Adverts) == 0 && len(last.Addrs) == 0) {
-		return nil
+		return ErrDaemonDied
 	}
 	var errs []error
 	for _, a := range last.Adverts {
@@ -178,5 +182,5 @@ func RunGuardian(r io.Reader, h *netlink.Handle, log *slog.Logger) error {
 	}
 	log.Warn("guardian: directord died without its shutdown: its master instances handed over with priority 0 adverts and its addresses removed",
 		"adverts", len(last.Adverts), "addresses", len(last.Addrs), "err", errors.Join(errs...))
-	return errors.Join(errs...)
+	return errors.Join(append([]error{ErrDaemonDied}, errs...)...)
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -26,8 +28,12 @@ import (
 // daemon says goodbye after its own hand-over), and a restarted daemon
 // starts a guardian of its own.
 
-// guardianFD is the pipe's read end in the guardian.
-const guardianFD = 3
+// guardianFD is the pipe's read end in the guardian; guardianEnv holds the
+// daemon's PID.
+const (
+	guardianFD  = 3
+	guardianEnv = "DIRECTORD_GUARDIAN_OF"
+)
 
 // guardianMain runs the guardian; the daemon starts it.
 func guardianMain(o *options, stderr io.Writer) int {
@@ -41,7 +47,23 @@ func guardianMain(o *options, stderr io.Writer) int {
 	// SIGTERM and SIGINT are the daemon's business (a shell's ^C, a
 	// unit's stop): the guardian waits for the pipe either way.
 	ignoreSignals(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	if err := vrrp.RunGuardian(os.NewFile(guardianFD, "directord"), h, log); err != nil {
+	// The daemon, and whether it leads its process group (as under
+	// systemd): then what is left of the group when it dies (check
+	// scripts) is the guardian's to end, and the unit's KillMode=process
+	// does not kill the guardian while it hands over.
+	// The daemon names itself: a parent that is not it (the daemon died
+	// before this line, and an init or a subreaper took the guardian in)
+	// has a group that is none of the guardian's business.
+	daemon := os.Getppid()
+	pgid := -1
+	if want, _ := strconv.Atoi(os.Getenv(guardianEnv)); want == daemon && daemon > 1 {
+		pgid, _ = syscall.Getpgid(daemon)
+	}
+	err = vrrp.RunGuardian(os.NewFile(guardianFD, "directord"), h, log)
+	if errors.Is(err, vrrp.ErrDaemonDied) && pgid == daemon && pgid > 1 {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	if err != nil && err != vrrp.ErrDaemonDied {
 		return exitFailure
 	}
 	return exitOK
@@ -88,6 +110,7 @@ func (g *guardian) spawn() error {
 	}
 	cmd := exec.Command(g.argv[0], g.argv[1:]...)
 	cmd.ExtraFiles = []*os.File{r} // fd 3
+	cmd.Env = append(os.Environ(), guardianEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	// A group of its own: a kill of the daemon's process group does not
 	// take the guardian with it.

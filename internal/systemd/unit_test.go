@@ -68,7 +68,7 @@ func TestUnitSettings(t *testing.T) {
 		{"Service", "WatchdogSec", []string{"10s"}},
 		{"Service", "Restart", []string{"on-failure"}},
 		{"Service", "RestartSec", []string{"1s"}},
-		{"Service", "KillMode", []string{"mixed"}},
+		{"Service", "KillMode", []string{"process"}},
 		{"Service", "TimeoutStopSec", []string{"30s"}},
 		{"Service", "RuntimeDirectory", []string{"directord"}},
 		{"Service", "ProtectSystem", []string{"full"}},
