@@ -22,17 +22,7 @@ import (
 )
 
 // ctl is the directorctl that make integration builds beside directord.
-func ctl(t *testing.T) string {
-	t.Helper()
-	b, err := filepath.Abs("../../bin/uml/directorctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(b); err != nil {
-		t.Fatalf("%v: make integration builds it", err)
-	}
-	return b
-}
+func ctl(t *testing.T) string { return built(t, "directorctl") }
 
 // vipRemovals counts the removals of the VIP from ns's interfaces, as
 // netlink announces them, until the test ends.

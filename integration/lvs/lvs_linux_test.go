@@ -32,7 +32,13 @@ func binary(t testing.TB) string {
 	ipvstest.Require(t)
 	ipvstest.RequireRoot(t)
 	ipvstest.RequireCommand(t, "ipvsadm")
-	b, err := filepath.Abs("../../bin/uml/directord")
+	return built(t, "directord")
+}
+
+// built is a program make integration builds into bin/uml.
+func built(t testing.TB, name string) string {
+	t.Helper()
+	b, err := filepath.Abs("../../bin/uml/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
