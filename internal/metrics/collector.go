@@ -30,6 +30,9 @@ var (
 	descVRRPMaster = prometheus.NewDesc("directord_vrrp_master",
 		"1 while the VRRP instance is MASTER, else 0.",
 		[]string{"vrrp_instance"}, nil)
+	descVRRPHandedOver = prometheus.NewDesc("directord_vrrp_handed_over",
+		"1 while an operator's hand-over (directorctl handover) holds the VRRP instance back, else 0.",
+		[]string{"vrrp_instance"}, nil)
 	descVRRPPriority = prometheus.NewDesc("directord_vrrp_priority",
 		"The VRRP instance's configured priority.",
 		[]string{"vrrp_instance"}, nil)
@@ -81,7 +84,7 @@ var (
 
 var statusDescs = []*prometheus.Desc{
 	descBuildInfo, descStartTime,
-	descVRRPState, descVRRPMaster, descVRRPPriority, descVRRPEffPriority,
+	descVRRPState, descVRRPMaster, descVRRPHandedOver, descVRRPPriority, descVRRPEffPriority,
 	descVRRPTransitions, descVRRPSent, descVRRPReceived, descVRRPDropped,
 	descRealUp, descRealWeight, descRealDrained, descVSReals, descVSQuorum,
 	descIPVSOps, descIPVSErrors, descIPVSLastSync,
@@ -137,6 +140,7 @@ func collectStatus(s control.Status, ch chan<- prometheus.Metric) {
 			gauge(descVRRPState, 1, in.Name, vrid, in.Interface, in.State)
 		}
 		gauge(descVRRPMaster, bool01(in.State == "MASTER"), in.Name)
+		gauge(descVRRPHandedOver, bool01(in.HandedOver), in.Name)
 		gauge(descVRRPPriority, float64(in.Priority), in.Name)
 		gauge(descVRRPEffPriority, float64(in.EffectivePriority), in.Name)
 		counter(descVRRPTransitions, in.Transitions, in.Name)
