@@ -125,13 +125,20 @@ func RunGuardian(r io.Reader, h *netlink.Handle, log *slog.Logger) error {
 			c.Close()
 		}
 	}()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
+	// A decoder has no line limit: only the pipe's end stops it, and
+	// only a clean end (EOF) is the daemon's death.
+	dec := json.NewDecoder(bufio.NewReader(r))
+	for {
 		var m GuardianMessage
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			log.Error("guardian: a message it cannot read", "err", err)
-			continue
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break // the daemon is gone, maybe in the middle of a message
+		}
+		if err != nil {
+			// Not a death: a guardian that cannot follow the daemon
+			// must not act for it. The daemon restarts one that ends.
+			log.Error("guardian: cannot read the daemon's messages; leaving without acting", "err", err)
+			return err
 		}
 		if m.Bye {
 			return nil

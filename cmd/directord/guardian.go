@@ -2,12 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -28,12 +26,8 @@ import (
 // daemon says goodbye after its own hand-over), and a restarted daemon
 // starts a guardian of its own.
 
-// guardianFD is the pipe's read end in the guardian; guardianEnv holds the
-// daemon's PID.
-const (
-	guardianFD  = 3
-	guardianEnv = "DIRECTORD_GUARDIAN_OF"
-)
+// guardianFD is the pipe's read end in the guardian.
+const guardianFD = 3
 
 // guardianMain runs the guardian; the daemon starts it.
 func guardianMain(o *options, stderr io.Writer) int {
@@ -47,22 +41,7 @@ func guardianMain(o *options, stderr io.Writer) int {
 	// SIGTERM and SIGINT are the daemon's business (a shell's ^C, a
 	// unit's stop): the guardian waits for the pipe either way.
 	ignoreSignals(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	// The daemon, and whether it leads its process group (as under
-	// systemd): then what is left of the group when it dies (check
-	// scripts) is the guardian's to end, and the unit's KillMode=process
-	// does not kill the guardian while it hands over.
-	// The daemon names itself: a parent that is not it (the daemon died
-	// before this line, and an init or a subreaper took the guardian in)
-	// has a group that is none of the guardian's business.
-	daemon := os.Getppid()
-	pgid := -1
-	if want, _ := strconv.Atoi(os.Getenv(guardianEnv)); want == daemon && daemon > 1 {
-		pgid, _ = syscall.Getpgid(daemon)
-	}
 	err = vrrp.RunGuardian(os.NewFile(guardianFD, "directord"), h, log)
-	if errors.Is(err, vrrp.ErrDaemonDied) && pgid == daemon && pgid > 1 {
-		syscall.Kill(-pgid, syscall.SIGKILL)
-	}
 	if err != nil && err != vrrp.ErrDaemonDied {
 		return exitFailure
 	}
@@ -110,7 +89,6 @@ func (g *guardian) spawn() error {
 	}
 	cmd := exec.Command(g.argv[0], g.argv[1:]...)
 	cmd.ExtraFiles = []*os.File{r} // fd 3
-	cmd.Env = append(os.Environ(), guardianEnv+"="+strconv.Itoa(os.Getpid()))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	// A group of its own: a kill of the daemon's process group does not
 	// take the guardian with it.
@@ -137,18 +115,23 @@ func (g *guardian) watch(cmd *exec.Cmd, exited chan struct{}) {
 		return
 	}
 	g.log.Error("the guardian died: restarting it in 1 s; until then a crash of directord leaves its VIPs", "err", err)
-	time.Sleep(time.Second)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closing {
-		return
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		time.Sleep(wait)
+		g.mu.Lock()
+		if g.closing {
+			g.mu.Unlock()
+			return
+		}
+		g.w.Close()
+		err := g.spawn()
+		if err == nil {
+			g.signal() // the new one gets the latest testament
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		g.log.Error("the guardian cannot start: trying again", "in", min(2*wait, 30*time.Second).String(), "err", err)
 	}
-	g.w.Close()
-	if err := g.spawn(); err != nil {
-		g.log.Error("the guardian cannot start", "err", err)
-		return
-	}
-	g.signal()
 }
 
 // Bequeath takes the node's latest Testament; it never blocks.
