@@ -334,3 +334,31 @@ func TestHandover(t *testing.T) {
 		})
 	}
 }
+
+// TestHandoverWithoutPeer: with nobody to take over, directorctl handover
+// says so (and fails), and the director holds the VIP again after
+// Master_Down_Interval at priority 1: a hand-over never leaves the VIP
+// without a holder.
+func TestHandoverWithoutPeer(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-ho-alone")
+	b := nstest.New(t, "dd-ho-nobody")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	dir := t.TempDir()
+	file, sock := filepath.Join(dir, "keepalived.conf"), filepath.Join(dir, "d.sock")
+	if err := os.WriteFile(file, []byte(nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nstest.Start(t, a, binary, "-n", "-l", "-f", file, "--control-socket", sock)
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return a.HasAddr(t, "dda", "192.0.2.100") })
+	res, err := control.Dial(sock).Handover(context.Background(), "VI_1")
+	if err == nil || len(res.Instances) != 1 || res.Instances[0].OK || !strings.Contains(res.Instances[0].Error, "no peer took over") {
+		t.Fatalf("a hand-over with no peer: %+v, %v", res, err)
+	}
+	if !strings.Contains(res.Instances[0].Error, "MASTER at priority 1") {
+		t.Errorf("want it master again at priority 1: %s", res.Instances[0].Error)
+	}
+	if !a.HasAddr(t, "dda", "192.0.2.100") {
+		t.Error("the VIP has no holder")
+	}
+}

@@ -331,7 +331,9 @@ func (m *Machine) SetFault(now time.Time, fault bool) {
 // master's adverts). Fault and Initialize are left alone.
 func (m *Machine) Force(now time.Time, to State) {
 	switch {
-	case to == Master && m.state == Backup:
+	case to == Master && m.state == Backup && !m.yielding:
+		// A member an operator handed over stays back (Node.Yield hands
+		// over a whole group; this keeps it so if the group moves).
 		m.masterAddr = netip.Addr{}
 		m.becomeMaster(now)
 	case to == Backup && m.state == Master:

@@ -354,6 +354,11 @@ func TestYield(t *testing.T) {
 	if s.m.State() != Backup || s.m.MasterAddr() != netip.MustParseAddr("192.0.2.2") {
 		t.Errorf("state %v master %v, want backup behind 192.0.2.2", s.m.State(), s.m.MasterAddr())
 	}
+	// Its sync group moving to master does not take it along.
+	s.m.Force(s.t0.Add(s.now), Master)
+	if s.m.State() != Backup {
+		t.Errorf("forced to %v while yielding, want backup", s.m.State())
+	}
 	// Tracking changes the priority underneath; Yield still rules.
 	s.m.SetPriority(140)
 	if s.m.Priority() != 1 {

@@ -539,19 +539,46 @@ type InstanceStatus struct {
 var ErrNoInstance = errors.New("no such VRRP instance")
 
 // Yield starts (on) or ends an operator's hand-over for the instance
-// named, or every instance for "" (Machine.Yield).
-func (n *Node) Yield(name string, on bool) error {
-	found := false
+// named, with the rest of its sync group (a member alone would be forced
+// back and forth by its group), or every instance for "" (Machine.Yield).
+// It returns the instances it applies to. An address owner (priority 255)
+// cannot hand over: its addresses stay its own.
+func (n *Node) Yield(name string, on bool) ([]string, error) { return n.yield(name, on, false) }
+
+// YieldFromStart is Yield for a Node that has not run yet: its instances
+// start handed over (a reload that restarted VRRP keeps the hand-over).
+func (n *Node) YieldFromStart(name string) ([]string, error) { return n.yield(name, true, true) }
+
+func (n *Node) yield(name string, on, beforeRun bool) ([]string, error) {
+	var targets []*instance
 	for _, in := range n.insts {
 		if name == "" || in.cfg.Name == name {
-			in.drv.Yield(on)
-			found = true
+			targets = append(targets, in)
+			if name != "" {
+				targets = append(targets, in.members...)
+			}
 		}
 	}
-	if !found {
-		return fmt.Errorf("%s: %w", name, ErrNoInstance)
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%s: %w", name, ErrNoInstance)
 	}
-	return nil
+	if on {
+		for _, in := range targets {
+			if in.params.Priority == 255 {
+				return nil, fmt.Errorf("%s owns its addresses (priority 255): it cannot hand them over", in.cfg.Name)
+			}
+		}
+	}
+	var names []string
+	for _, in := range targets {
+		if beforeRun {
+			in.drv.m.Yield(time.Now(), on) // no goroutine has the machine yet
+		} else {
+			in.drv.Yield(on)
+		}
+		names = append(names, in.cfg.Name)
+	}
+	return names, nil
 }
 
 // Status reports every instance.

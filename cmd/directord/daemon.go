@@ -338,8 +338,8 @@ func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	d.reYield(node) // before it runs: its instances start handed over
 	go func() { done <- node.Run(ctx); h.Close() }()
-	d.reYield(node) // once it runs: its machines take events
 	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, vrrpKey(cfg)
 }
 
