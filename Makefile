@@ -10,8 +10,9 @@ LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK_VERSION := v0.8.2
 # keepalived: its samples are test inputs and it is the reference in
 # benchmarks; ipvsadm, user-mode-linux and kmod (modprobe): the real-IPVS
-# tests; time: the benchmark's resource figures.
-APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time
+# tests; time: the benchmark's resource figures; systemd: systemd-analyze
+# verify of the unit (no running systemd needed).
+APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd
 
 .PHONY: all build test test-deps lint bench bench-ipvs bench-checks demo deps apt-install fuzz clean integration
 
@@ -41,7 +42,7 @@ test: test-deps
 	@$(MAKE) --no-print-directory integration
 
 # The Debian packages the tests read or run; installed when missing.
-TEST_PACKAGES := keepalived $(UML_APT_PACKAGES)
+TEST_PACKAGES := keepalived systemd $(UML_APT_PACKAGES)
 test-deps:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_PACKAGES)"
 
