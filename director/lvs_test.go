@@ -110,10 +110,7 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- l.Run(ctx) }()
-		<-l.synced
+		ctx, stop := running(t, l)
 		want := []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.1:80 route 1", "-a TCP 192.0.2.1:80 10.0.0.2:80 route 2"}
 		if got := k.lines(); !reflect.DeepEqual(got, want) {
 			t.Errorf("table %q, want %q", got, want)
@@ -166,8 +163,7 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		l.Report(ctx, 0, 1, RealState{Alive: true, Weight: 2})
 		synctest.Wait()
 
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
 		if got := k.lines(); len(got) != 0 {
@@ -238,12 +234,8 @@ func TestLVSFlushOptions(t *testing.T) {
 					t.Fatal(err)
 				}
 				l.KeepOnStop = tt.keep
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error)
-				go func() { done <- l.Run(ctx) }()
-				<-l.synced
-				cancel()
-				if err := <-done; err != nil {
+				_, stop := running(t, l)
+				if err := stop(); err != nil {
 					t.Fatal(err)
 				}
 				if k.flushes != tt.flushes {
@@ -283,16 +275,12 @@ virtual_server 192.0.2.1 80 {
 		}
 		var ran []string
 		l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- l.Run(ctx) }()
-		<-l.synced
+		ctx, stop := running(t, l)
 		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
 		synctest.Wait()
 		l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 1})
 		synctest.Wait()
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"/bin/up arg", "/bin/down", "/bin/up arg", "/bin/down"}

@@ -14,6 +14,16 @@ import (
 	"github.com/directord/directord/vrrp"
 )
 
+// running runs l until the returned stop, which waits for Run's end and
+// returns its error; it returns once l has programmed the kernel.
+func running(t *testing.T, l *LVS) (context.Context, func() error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	<-l.synced
+	return ctx, func() error { cancel(); return <-done }
+}
+
 // TestLVSReload: ten reloads of the same file (written on other lines)
 // send the kernel nothing and run no quorum script; a changed real server
 // set applies its difference alone; verdicts of the old checks are
@@ -40,10 +50,7 @@ virtual_server 192.0.2.1 443 {
 		}
 		var scripts []string
 		l.Notify = func(s *config.Script) { scripts = append(scripts, s.Command) }
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- l.Run(ctx) }()
-		<-l.synced
+		ctx, stop := running(t, l)
 		before := k.lines()
 		k.mu.Lock()
 		applies := k.applies
@@ -94,8 +101,7 @@ virtual_server 192.0.2.1 443 {
 		if got := strings.Join(k.lines(), "\n"); strings.Contains(got, "-a TCP 192.0.2.1:80 10.0.0.1:80") {
 			t.Errorf("the new generation's verdict was not taken:\n%s", got)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
 
@@ -110,10 +116,7 @@ func TestLVSDrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- l.Run(ctx) }()
-		<-l.synced
+		ctx, stop := running(t, l)
 		rs := netip.MustParseAddrPort("10.0.0.2:80")
 		if err := l.Drain(ctx, rs, true); err != nil {
 			t.Fatal(err)
@@ -145,8 +148,7 @@ func TestLVSDrain(t *testing.T) {
 		if got := k.lines(); !reflect.DeepEqual(got, want) {
 			t.Errorf("undrained: %q, want %q", got, want)
 		}
-		cancel()
-		<-done
+		stop()
 		if err := l.Drain(t.Context(), rs, true); err == nil {
 			t.Error("a drain after stop was taken")
 		}
@@ -172,10 +174,7 @@ vrrp_instance VI_2 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- l.Run(ctx) }()
-		<-l.synced
+		ctx, stop := running(t, l)
 		l.Observe(vrrp.Event{Instance: "VI_2", From: vrrp.Backup, To: vrrp.Master})
 		synctest.Wait()
 		if _, ok := k.running[ipvs.SyncBackup]; !ok || len(k.running) != 1 {
@@ -189,7 +188,6 @@ vrrp_instance VI_2 {
 		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
 			t.Errorf("following VI_2 (master): %v, want the master daemon alone", k.running)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
