@@ -35,7 +35,6 @@ type Check struct {
 	reported bool // misc_dynamic reported a weight, which dynamic holds
 	last     Result
 	lastAt   time.Time
-	key      string // what the checker is, wherever it is written: see Adopt
 	// due is when the next probe is to start; Adopt carries it over a
 	// reload, so that reloads do not put probes off.
 	due atomic.Int64 // unix nanoseconds; 0 before the first schedule
@@ -57,6 +56,7 @@ type server struct {
 // when all of them are.
 type pool struct {
 	mu      sync.Mutex
+	vs      *config.VirtualServer
 	name    string
 	idx     int
 	servers int
@@ -152,9 +152,8 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 		ca = cfg.SSL.CA
 	}
 	var errs []error
-	seen := map[string]bool{}
 	for pi, vs := range cfg.VirtualServers {
-		p := &pool{name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
+		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
 		for ri, rs := range vs.RealServers {
 			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight}
 			if len(rs.Checkers) > 0 {
@@ -179,11 +178,6 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 				}
 				ch := &Check{Cfg: c, Prober: pr, Verdict: NewVerdict(c.Retry, c.Rise, c.Fall, c.Alpha), srv: s,
 					target: TargetOf(c, rs).Addr.Addr()}
-				ch.key = vs.Identity() + " " + rs.Addr.String() + " " + config.Canonical(c)
-				for seen[ch.key] {
-					ch.key += "+" // the same checker twice on one real server
-				}
-				seen[ch.key] = true
 				s.checks = append(s.checks, ch)
 				s.alive = s.alive && ch.Verdict.Up()
 				r.checks = append(r.checks, ch)
@@ -216,13 +210,14 @@ func (r *Runner) Initial() []Event {
 // old stopped; it reports how many checks were adopted.
 func (r *Runner) Adopt(old *Runner) int {
 	prev := map[string]*Check{}
-	for _, c := range old.checks {
-		prev[c.key] = c
+	for i, k := range keys(old.checks) {
+		prev[k] = old.checks[i]
 	}
+	newKeys := keys(r.checks)
 	n := 0
 	touched := map[*server]bool{}
-	for _, c := range r.checks {
-		o := prev[c.key]
+	for i, c := range r.checks {
+		o := prev[newKeys[i]]
 		if o == nil {
 			continue
 		}
@@ -251,6 +246,24 @@ func (r *Runner) Adopt(old *Runner) int {
 		s.weight = max(s.weight, 0)
 	}
 	return n
+}
+
+// keys names each check by what it is, wherever the file has it: its
+// virtual server's services, its real server and its settings (the same
+// checker twice on one real server told apart by order). Computed for a
+// reload only: it costs a JSON round trip per check.
+func keys(checks []*Check) []string {
+	out := make([]string, len(checks))
+	seen := map[string]bool{}
+	for i, c := range checks {
+		k := c.srv.pool.vs.Identity() + " " + c.srv.cfg.Addr.String() + " " + config.Canonical(c.Cfg)
+		for seen[k] {
+			k += "+"
+		}
+		seen[k] = true
+		out[i] = k
+	}
+	return out
 }
 
 // Where is the check's virtual server and real server, by their indices

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sync"
 	"syscall"
 	"time"
@@ -40,7 +41,7 @@ func guardianMain(o *options, stderr io.Writer) int {
 	defer h.Close()
 	// SIGTERM and SIGINT are the daemon's business (a shell's ^C, a
 	// unit's stop): the guardian waits for the pipe either way.
-	ignoreSignals(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	err = vrrp.RunGuardian(os.NewFile(guardianFD, "directord"), h, log)
 	if err != nil && err != vrrp.ErrDaemonDied {
 		return exitFailure
