@@ -44,6 +44,19 @@ func NewPools(cfg *config.Config) ([]*Pool, error) {
 	return out, nil
 }
 
+// weightOf is the weight real server rs gets in the kernel in state st,
+// or in false when it is left out: alive while the quorum holds (or there
+// is no sorry server), else weight 0 with inhibit_on_failure.
+func (p *Pool) weightOf(rs *config.RealServer, st RealState) (w int, in bool) {
+	switch {
+	case st.Alive && (p.quorumUp || p.VS.SorryServer == nil):
+		return st.Weight, true
+	case rs.InhibitOnFailure:
+		return 0, true
+	}
+	return 0, false
+}
+
 // InitialStates are the real servers' states before any check has run:
 // alive unless alpha (or a checker-less real server, always alive).
 func (p *Pool) InitialStates() []RealState {
@@ -105,11 +118,8 @@ func (p *Pool) Update(states []RealState, t ipvs.Table) (changed bool) {
 				// for a fwmark service, as keepalived gives the kernel.
 				addr = netipPort(addr, k.Port)
 			}
-			switch {
-			case st.Alive && (p.quorumUp || sorry == nil):
-				vs.AddDest(destOf(addr, rs.Method, st.Weight, rs.UThreshold, rs.LThreshold))
-			case rs.InhibitOnFailure:
-				vs.AddDest(destOf(addr, rs.Method, 0, rs.UThreshold, rs.LThreshold))
+			if w, in := p.weightOf(rs, st); in {
+				vs.AddDest(destOf(addr, rs.Method, w, rs.UThreshold, rs.LThreshold))
 			}
 		}
 		if sorry != nil {

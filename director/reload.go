@@ -209,11 +209,8 @@ func (l *LVS) Status(ctx context.Context) ([]PoolStatus, []netip.AddrPort, error
 				st := eff[j]
 				r := RealStatus{Addr: rs.Addr, Alive: l.states[i][j].Alive, Drained: l.drained[rs.Addr],
 					Weight: l.states[i][j].Weight, Effective: -1}
-				switch {
-				case st.Alive && (p.quorumUp || p.VS.SorryServer == nil):
-					r.Effective = st.Weight
-				case rs.InhibitOnFailure:
-					r.Effective = 0
+				if w, in := p.weightOf(rs, st); in {
+					r.Effective = w
 				}
 				ps.Reals = append(ps.Reals, r)
 			}
