@@ -199,6 +199,9 @@ func WaitFor(t nstest.TB, limit time.Duration, what string, cond func() bool) ti
 	t.Helper()
 	start := time.Now()
 	for !cond() {
+		// Each round: a TB may stop the wait here (the demo's does when
+		// interrupted).
+		t.Helper()
 		if time.Since(start) > limit {
 			t.Fatalf("%s: not within %v", what, limit)
 		}

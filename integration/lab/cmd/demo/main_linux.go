@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,22 +29,35 @@ func main() {
 	rate := flag.Int("rate", 20, "the client's background traffic, new connections a second")
 	flag.Parse()
 	t := &demoTB{verbose: *verbose, out: os.Stderr}
-	// An interrupt stops the demo, and it cleans up as when it fails.
+	d := &demo{t: t, out: os.Stdout, rate: *rate}
+	// An interrupt stops the demo at its next step (see Helper), which
+	// then cleans up as when it fails; if the demo is stuck, the cleanup
+	// runs from here.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
 	go func() {
 		s := <-sig
-		fmt.Fprintf(os.Stderr, "\ndemo: %v: cleaning up\n", s)
-		t.cleanup()
-		os.Exit(130)
+		fmt.Fprintf(t.out, "\ndemo: %v: stopping\n", s)
+		t.interrupted.Store(true)
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			fmt.Fprintf(t.out, "demo: cleaned up: %s\n", t.cleanup())
+			os.Exit(130)
+		}
 	}()
-	d := &demo{t: t, out: os.Stdout, rate: *rate}
 	ok := t.run(func() {
 		d.run(lab.Options{Directord: abs(t, *directord), Directorctl: abs(t, *directorctl), Prefix: prefix})
 	})
+	start := time.Now()
 	left := t.cleanup()
-	d.printf("\nCleaned up: %s.\n", left)
-	if !ok {
+	fmt.Fprintf(d.out, "\nCleaned up in %s: %s.\n", secs(time.Since(start)), left)
+	close(done)
+	switch {
+	case t.interrupted.Load():
+		os.Exit(130)
+	case !ok:
 		os.Exit(1)
 	}
 }
@@ -68,6 +82,10 @@ type demoTB struct {
 	cleanups []func()
 	once     sync.Once
 	left     string
+
+	// interrupted: a signal asked the demo to stop; cleaning: the
+	// cleanups run.
+	interrupted, cleaning atomic.Bool
 }
 
 type fatal struct{}
@@ -89,7 +107,15 @@ func (t *demoTB) run(f func()) (ok bool) {
 	return !t.Failed()
 }
 
-func (t *demoTB) Helper() {}
+// Helper is where an interrupted demo stops: the lab calls it at the start
+// of nearly every method, from the goroutine that runs the steps (its
+// other goroutines report errors and never call it). It unwinds like a
+// Fatal, but not from the cleanups.
+func (t *demoTB) Helper() {
+	if t.interrupted.Load() && !t.cleaning.Load() {
+		panic(fatal{})
+	}
+}
 
 func (t *demoTB) Fatal(args ...any) { t.fail(fmt.Sprint(args...)) }
 
@@ -138,6 +164,7 @@ func (t *demoTB) TempDir() string {
 // the lab: its namespaces and processes.
 func (t *demoTB) cleanup() string {
 	t.once.Do(func() {
+		t.cleaning.Store(true)
 		t.mu.Lock()
 		cs := t.cleanups
 		t.cleanups = nil
@@ -202,7 +229,12 @@ type demo struct {
 	own   *lab.Tally // set by a step that sends its own requests
 }
 
-func (d *demo) printf(format string, args ...any) { fmt.Fprintf(d.out, format, args...) }
+// printf prints the demo's story, until it is interrupted.
+func (d *demo) printf(format string, args ...any) {
+	if !d.t.interrupted.Load() {
+		fmt.Fprintf(d.out, format, args...)
+	}
+}
 
 // step runs f as the next step, titled, and prints its time; name and
 // the note f returns make its line in the summary.
