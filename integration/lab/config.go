@@ -28,9 +28,12 @@ var Priorities = []int{150, 100}
 const (
 	// AdvertInt is VI_1's advert_int.
 	AdvertInt = time.Second
-	// MasterDownInterval is lb2's: 3 x advert_int + Skew_Time, Skew_Time
-	// being (256 - 100) / 256 x advert_int.
-	MasterDownInterval = 3*AdvertInt + (256-100)*AdvertInt/256
+	// SkewTime is lb2's Skew_Time, (256 - 100) / 256 x advert_int: how
+	// long it waits after a master's priority 0 advert.
+	SkewTime = (256 - 100) * AdvertInt / 256
+	// MasterDownInterval is lb2's, 3 x advert_int + Skew_Time: how long it
+	// waits after a master's last advert.
+	MasterDownInterval = 3*AdvertInt + SkewTime
 	// DetectionBound: a real server that stops answering its SSL_GET
 	// leaves the pool within delay_loop + (retry + 1) x connect_timeout +
 	// retry x delay_before_retry = 1 + 2 x 1 + 1 x 1 s

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -260,68 +261,70 @@ func (d *Director) Running() bool { return d.proc != nil && !d.proc.Wait(0) }
 func (d *Director) Signal(sig syscall.Signal) { d.proc.Signal(sig) }
 
 // Kill kills directord with SIGKILL, as the OOM killer would, and waits
-// for it to end. It leaves its VIP and the kernel's table behind
-// (docs/operations.md, "After a crash").
+// for it to end. The host lives on, and so does directord's guardian,
+// which hands over for it: priority 0 adverts, its VIP removed
+// (docs/operations.md, "After a crash"). The IPVS table stays.
 func (d *Director) Kill() {
 	d.l.t.Helper()
-	d.proc.Signal(syscall.SIGKILL)
+	d.proc.Signal(syscall.SIGKILL) // directord's process group: not its guardian's
 	if !d.proc.Wait(10 * time.Second) {
 		d.l.t.Fatalf("directord on %s outlived SIGKILL", d.Name)
 	}
 }
 
-// Crash is the director's death: directord killed (SIGKILL) and the host
-// gone from the network at the same moment, as when it loses power. A
-// SIGKILL alone leaves the VIP and the kernel's IPVS table working on a
-// host that is still up: the dead director would go on forwarding and
-// answering ARP for the VIP beside the new master.
-func (d *Director) Crash() {
+// PowerOff is the director's death with its host, as when it loses power:
+// off the network first, so that nothing it sends any more reaches the
+// others, then every process in its namespace killed (directord and its
+// guardian).
+func (d *Director) PowerOff() {
 	d.l.t.Helper()
-	d.Kill()
-	d.setLink(false)
-}
-
-// Boot brings a crashed director back as a reboot would: without the
-// VIP, IPVS table and sync daemons its crash left, on the network again,
-// then runs directord.
-func (d *Director) Boot() {
-	d.l.t.Helper()
-	if d.HasVIP() {
-		eth0, err := d.NS.NL.LinkByName("eth0")
-		if err == nil {
-			err = d.NS.NL.AddrDel(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: VIP.AsSlice(), Mask: net.CIDRMask(24, 32)}})
-		}
-		if err != nil {
-			d.l.t.Fatalf("remove %s's leftover VIP: %v", d.Name, err)
-		}
-	}
-	if err := d.ipvs.Flush(); err != nil {
-		d.l.t.Fatalf("flush %s's IPVS table: %v", d.Name, err)
-	}
-	daemons, err := d.ipvs.SyncDaemons()
+	d.linkDown()
+	pids, err := processesIn(d.NS)
 	if err != nil {
 		d.l.t.Fatal(err)
 	}
-	for _, s := range daemons {
-		if err := d.ipvs.StopSyncDaemon(s.State); err != nil {
-			d.l.t.Fatalf("stop %s on %s: %v", s, d.Name, err)
-		}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	d.setLink(true)
-	d.l.defaultRoute(d.NS, RouterInside)
-	d.Start()
+	if !d.proc.Wait(10 * time.Second) {
+		d.l.t.Fatalf("directord on %s outlived SIGKILL", d.Name)
+	}
 }
 
-func (d *Director) setLink(up bool) {
+// processesIn lists the processes (but this one) whose network namespace
+// is ns.
+func processesIn(ns *nstest.NS) ([]int, error) {
+	var want syscall.Stat_t
+	if err := syscall.Fstat(int(ns.NS), &want); err != nil {
+		return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
+	}
+	es, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range es {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", e.Name(), "ns", "net"), &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// linkDown takes the director's eth0 down.
+func (d *Director) linkDown() {
 	d.l.t.Helper()
 	eth0, err := d.NS.NL.LinkByName("eth0")
-	if err == nil && up {
-		err = d.NS.NL.LinkSetUp(eth0)
-	} else if err == nil {
+	if err == nil {
 		err = d.NS.NL.LinkSetDown(eth0)
 	}
 	if err != nil {
-		d.l.t.Fatalf("%s's eth0 up=%v: %v", d.Name, up, err)
+		d.l.t.Fatalf("%s's eth0 down: %v", d.Name, err)
 	}
 }
 
