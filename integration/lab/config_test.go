@@ -122,6 +122,9 @@ func TestCount(t *testing.T) {
 			}
 		})
 	}
+	if got := Count(rs, EndedIn(at(3), at(5))).String(); got != "2 requests, 1 failed: rs2 1" {
+		t.Errorf("ended in [3 s, 5 s): got %q", got)
+	}
 	if got := Count(rs, nil).Slowest; got != 2*time.Second {
 		t.Errorf("slowest %v, want 2s", got)
 	}

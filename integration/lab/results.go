@@ -73,3 +73,11 @@ func StartedIn(from, to time.Time) func(Result) bool {
 		return !r.Start.Before(from) && (to.IsZero() || r.Start.Before(to))
 	}
 }
+
+// EndedIn accepts the results that ended in [from, to); a zero bound is
+// open.
+func EndedIn(from, to time.Time) func(Result) bool {
+	return func(r Result) bool {
+		return !r.End.Before(from) && (to.IsZero() || r.End.Before(to))
+	}
+}
