@@ -27,7 +27,7 @@ build:
 ## -race, which cannot map its memory in the guest. The host's go test
 ## skips these tests (internal/ipvstest).
 ##   make integration RUN=TestX UML_PACKAGES=./ipvs V=1
-UML_PACKAGES := ./integration/uml ./ipvs ./integration/lvs
+UML_PACKAGES := ./integration/uml ./ipvs ./integration/lvs ./integration/lab
 UML_APT_PACKAGES := user-mode-linux ipvsadm kmod iproute2
 UML_BIN := $(BIN)/uml
 UML_MEM := 1536M
@@ -112,13 +112,16 @@ bench-checks:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-60s} ./config
 
-## demo: until the lab exists, check the bundled example and print it resolved.
-demo: build
-	@echo "== directord -t -i lb1 -f docs/examples/keepalived.conf"
-	@$(BIN)/directord -t -i lb1 -f docs/examples/keepalived.conf
-	@echo
-	@echo "== directord --dump-config -i lb1 -f docs/examples/keepalived.conf"
-	@$(BIN)/directord --dump-config -i lb1 -f docs/examples/keepalived.conf
+## demo: the lab (docs/lab.md): a director pair at work, step by step, in
+## the User-Mode Linux guest (make integration's), whose kernel has IPVS.
+demo:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
+	@mkdir -p $(UML_BIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directorctl ./cmd/directorctl
+	$(GO) build -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
+	@integration/uml/run.sh -m $(UML_MEM) -t 600 -- \
+		$(UML_BIN)/lab-demo -directord $(UML_BIN)/directord -directorctl $(UML_BIN)/directorctl
 
 clean:
 	rm -rf $(BIN)

@@ -246,12 +246,16 @@ func Start(t TB, ns *NS, argv ...string) *Process {
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		p.Stop(10 * time.Second)
-		if t.Failed() || testing.Verbose() {
+		if t.Failed() || verbose() {
 			t.Logf("%s in %s:\n%s", filepath.Base(argv[0]), ns.Name, p.out.String())
 		}
 	})
 	return p
 }
+
+// verbose reports whether a test binary runs with -test.v; false in any
+// other program (testing.Verbose panics there), such as make demo's.
+func verbose() bool { return testing.Testing() && testing.Verbose() }
 
 // Signal sends sig to the process and its children (keepalived's VRRP
 // process is a child of its parent process): SIGKILL kills them all at
@@ -458,6 +462,13 @@ type Switch struct {
 func NewSwitch(t TB, name string) *Switch {
 	t.Helper()
 	ns := New(t, name)
+	// Its ports need no IPv6 duplicate address detection, which would
+	// hold each Plug a second or two in a busy guest.
+	var err error
+	ns.Do(t, func() { err = os.WriteFile("/proc/sys/net/ipv6/conf/default/accept_dad", []byte("0"), 0o644) })
+	if err != nil {
+		t.Fatal(err)
+	}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 	if err := ns.NL.LinkAdd(br); err != nil {
 		t.Fatal(err)
@@ -468,8 +479,9 @@ func NewSwitch(t TB, name string) *Switch {
 	return &Switch{ns: ns, br: br}
 }
 
-// Plug joins peer to the switch with an interface named ifn holding addr.
-func (s *Switch) Plug(t TB, peer *NS, ifn, addr string) {
+// Plug joins peer to the switch with an interface named ifn holding addr,
+// and returns the name of the switch's port (see Isolate).
+func (s *Switch) Plug(t TB, peer *NS, ifn, addr string) string {
 	t.Helper()
 	s.n++
 	port := fmt.Sprintf("port%d", s.n)
@@ -480,6 +492,21 @@ func (s *Switch) Plug(t TB, peer *NS, ifn, addr string) {
 	}
 	if err := s.ns.NL.LinkSetMaster(l, s.br); err != nil {
 		t.Fatal(err)
+	}
+	return port
+}
+
+// Isolate turns the bridge's port isolation on or off: isolated ports
+// reach every port but each other, so isolating two peers' ports
+// partitions them from each other and from nothing else.
+func (s *Switch) Isolate(t TB, port string, on bool) {
+	t.Helper()
+	l, err := s.ns.NL.LinkByName(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ns.NL.LinkSetIsolated(l, on); err != nil {
+		t.Fatalf("isolate %s: %v", port, err)
 	}
 }
 

@@ -1,0 +1,131 @@
+package lab
+
+import (
+	"flag"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/directord/directord/config"
+)
+
+var update = flag.Bool("update", false, "write docs/examples/lab.conf from the template")
+
+const example = "../../docs/examples/lab.conf"
+
+// TestExampleIsTheLabs: docs/examples/lab.conf is the configuration the
+// lab runs (go test -run TestExampleIsTheLabs -update rewrites it).
+func TestExampleIsTheLabs(t *testing.T) {
+	want := Config(RealAddrs)
+	if *update {
+		if err := os.WriteFile(example, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, string(got)); d != "" {
+		t.Errorf("%s is not the lab's configuration (-want +got; -update rewrites it):\n%s", example, d)
+	}
+}
+
+// TestConfigSaysWhatTheLabAssumes: the file is clean for both directors
+// (no error, no warning), and the timing the tests assert is the file's.
+func TestConfigSaysWhatTheLabAssumes(t *testing.T) {
+	for i, id := range []string{"lb1", "lb2"} {
+		t.Run(id, func(t *testing.T) {
+			cfg, diags := config.Parse("lab.conf", Config(RealAddrs), nil, config.Options{ConfigID: id, Hostname: id})
+			for _, d := range diags {
+				t.Errorf("%s", d)
+			}
+			if len(cfg.Instances) != 1 || len(cfg.VirtualServers) != 1 {
+				t.Fatalf("%d instances, %d virtual servers", len(cfg.Instances), len(cfg.VirtualServers))
+			}
+			in, vs := cfg.Instances[0], cfg.VirtualServers[0]
+			if in.Priority != Priorities[i] || in.AdvertInt != AdvertInt || !in.Preempt {
+				t.Errorf("priority %d, advert_int %v, preempt %v; the lab assumes %d, %v, true", in.Priority, in.AdvertInt, in.Preempt, Priorities[i], AdvertInt)
+			}
+			if sd := cfg.Global.SyncDaemon; sd == nil || sd.Instance != in.Name || sd.Interface != "eth0" {
+				t.Errorf("lvs_sync_daemon %+v", sd)
+			}
+			if vs.Addr != ServiceAddress || vs.Scheduler != "rr" || vs.Method.Kind != "DR" || len(vs.RealServers) != len(RealAddrs) {
+				t.Fatalf("virtual server %v %s %s with %d real servers", vs.Addr, vs.Scheduler, vs.Method.Kind, len(vs.RealServers))
+			}
+			for j, rs := range vs.RealServers {
+				if rs.Addr != netip.AddrPortFrom(RealAddrs[j], ServicePort) || len(rs.Checkers) != 1 {
+					t.Fatalf("real server %v with %d checkers", rs.Addr, len(rs.Checkers))
+				}
+				c := rs.Checkers[0]
+				bound := c.DelayLoop + time.Duration(c.Retry+1)*c.ConnectTimeout + time.Duration(c.Retry)*c.DelayBeforeRetry
+				if c.Type != "SSL_GET" || bound != DetectionBound {
+					t.Errorf("%s checker with a detection bound of %v; the lab assumes SSL_GET and %v", c.Type, bound, DetectionBound)
+				}
+			}
+		})
+	}
+	if want := 3*time.Second + 609375*time.Microsecond; MasterDownInterval != want {
+		t.Errorf("Master_Down_Interval %v, want %v", MasterDownInterval, want)
+	}
+}
+
+// TestParseConns reads the kernel's connection table.
+func TestParseConns(t *testing.T) {
+	text := `Pro FromIP   FPrt ToIP     TPrt DestIP   DPrt State       Expires PEName PEData
+TCP 0A020002 C350 0A010064 01BB 0A010015 01BB ESTABLISHED     899
+TCP 0A020002 8AE1 0A010064 01BB 0A010017 01BB TIME_WAIT         1
+`
+	got, err := parseConns(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := netip.MustParseAddrPort
+	want := []ConnEntry{
+		{Client: ap("10.2.0.2:50000"), Virtual: ap("10.1.0.100:443"), Real: ap("10.1.0.21:443"), State: "ESTABLISHED"},
+		{Client: ap("10.2.0.2:35553"), Virtual: ap("10.1.0.100:443"), Real: ap("10.1.0.23:443"), State: "TIME_WAIT"},
+	}
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.AddrPort) bool { return a == b })); d != "" {
+		t.Errorf("-want +got:\n%s", d)
+	}
+	if _, err := parseConns("Pro FromIP\nTCP 0A02 C350\n"); err == nil {
+		t.Error("a short line was taken")
+	}
+}
+
+// TestCount tallies results by window.
+func TestCount(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	rs := []Result{
+		{Start: at(0), End: at(1), Server: "rs1"},
+		{Start: at(1), End: at(4), Err: os.ErrDeadlineExceeded},
+		{Start: at(2), End: at(3), Server: "rs2"},
+		{Start: at(3), End: at(5), Server: "rs1"},
+	}
+	for _, c := range []struct {
+		name     string
+		from, to time.Time
+		want     string
+	}{
+		{"all", time.Time{}, time.Time{}, "4 requests, 1 failed: rs1 2, rs2 1"},
+		{"from 1 s", at(1), time.Time{}, "3 requests, 1 failed: rs1 1, rs2 1"},
+		{"1 s to 3 s", at(1), at(3), "2 requests, 1 failed: rs2 1"},
+		{"none", at(9), time.Time{}, "0 requests, 0 failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Count(rs, StartedIn(c.from, c.to)).String(); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+	if got := Count(rs, EndedIn(at(3), at(5))).String(); got != "2 requests, 1 failed: rs2 1" {
+		t.Errorf("ended in [3 s, 5 s): got %q", got)
+	}
+	if got := Count(rs, nil).Slowest; got != 2*time.Second {
+		t.Errorf("slowest %v, want 2s", got)
+	}
+}

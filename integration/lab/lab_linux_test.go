@@ -1,0 +1,432 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/directord/directord/internal/ipvstest"
+	"github.com/directord/directord/internal/nstest"
+)
+
+// What the tests count is what users feel: requests and connections that
+// reached nothing. Their time bounds are the protocol's
+// (Master_Down_Interval, advert_int, the checks' detection bound, all
+// from the lab's configuration) plus margin.
+const (
+	// margin is what the bounds allow for the guest: one CPU shared by
+	// two directord, three real servers, the client's TLS and the test's
+	// own polling (every 10 ms), where a timer fires up to some hundreds
+	// of milliseconds late. It is no part of what directord promises.
+	margin = time.Second
+	// rate is the client's steady traffic, new connections a second:
+	// enough that every second of a failover is seen by many requests,
+	// little enough that the client's TLS leaves the guest's CPU to the
+	// directors.
+	rate = 20
+)
+
+var seq atomic.Int32
+
+// TestMain serves as a real server when the lab runs this binary as one.
+func TestMain(m *testing.M) {
+	ServeRealServer()
+	os.Exit(m.Run())
+}
+
+// newLab builds a lab of its own for the test, with the binaries that
+// make integration builds into bin/uml before the guest boots. The tests
+// need IPVS: they skip on our hosts and run in the guest.
+func newLab(t *testing.T) *Lab {
+	t.Helper()
+	ipvstest.Require(t)
+	ipvstest.RequireRoot(t)
+	ipvstest.RequireCommand(t, "ipvsadm")
+	bin := func(name string) string {
+		b, err := filepath.Abs("../../bin/uml/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return New(t, Options{
+		Directord:   bin("directord"),
+		Directorctl: bin("directorctl"),
+		Prefix:      fmt.Sprintf("l%d-%d-", os.Getpid()%10000, seq.Add(1)),
+	})
+}
+
+// answered waits until n requests started at or after since have been
+// answered: traffic that went on through what came before.
+func answered(t *testing.T, tr *Traffic, since time.Time, n int) {
+	t.Helper()
+	WaitFor(t, 30*time.Second, fmt.Sprintf("%d requests answered", n), func() bool { return tr.Answered(since) >= n })
+}
+
+// TestRoundRobinSpread: N requests over three healthy real servers land
+// within one of N/3 on each, as round-robin promises for new connections
+// (checks go straight to the real servers, not through the VIP).
+func TestRoundRobinSpread(t *testing.T) {
+	l := newLab(t)
+	l.Up()
+	const n = 90
+	var rs []Result
+	for range n {
+		rs = append(rs, l.Get())
+	}
+	c := Count(rs, nil)
+	t.Log(c)
+	if c.Failed != 0 {
+		t.Fatalf("%v; the first: %v", c, c.FirstError)
+	}
+	for _, r := range l.Reals {
+		if got := c.ByServer[r.Name]; got < n/3-1 || got > n/3+1 {
+			t.Errorf("%s answered %d of %d requests, want %d±1: %v", r.Name, got, n, n/3, c)
+		}
+	}
+}
+
+// TestDrainUnderTraffic: a real server drained with directorctl (weight 0
+// on both directors), left until its connections end, then removed from
+// the file and reloaded, costs no request; none goes to it once drained.
+func TestDrainUnderTraffic(t *testing.T) {
+	l := newLab(t)
+	l.Up()
+	rs3 := l.Reals[2]
+	addr := netip.AddrPortFrom(rs3.Addr, ServicePort)
+	tr := l.StartTraffic(rate)
+	answered(t, tr, time.Now(), rate)
+
+	// On both directors (docs/operations.md): the backup's table would
+	// send it new connections after a failover.
+	for _, d := range l.Directors {
+		if out, err := d.Ctl("drain", addr.String()); err != nil {
+			t.Fatal(err)
+		} else {
+			t.Logf("%s: directorctl drain %s: %s", d.Name, addr, out)
+		}
+	}
+	WaitFor(t, 5*time.Second, "rs3 at weight 0 on both directors", func() bool {
+		for _, d := range l.Directors {
+			if w, ok := d.Weights()[rs3.Addr]; !ok || w != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	drained := time.Now()
+	master := l.Directors[0]
+	// Each request is a short connection: the drained server's end soon.
+	WaitFor(t, 30*time.Second, "no active connection left to rs3", func() bool {
+		for _, d := range master.Destinations() {
+			if d.Addr == rs3.Addr {
+				return d.ActiveConns == 0
+			}
+		}
+		return false
+	})
+	answered(t, tr, drained, rate)
+	for _, d := range l.Directors {
+		d.WriteConfig(RealAddrs[:2])
+		d.Reload()
+	}
+	WaitFor(t, 5*time.Second, "rs3 gone from both tables", func() bool {
+		for _, d := range l.Directors {
+			if _, ok := d.Weights()[rs3.Addr]; ok {
+				return false
+			}
+		}
+		return true
+	})
+	removed := time.Now()
+	answered(t, tr, removed, 2*rate)
+	res := tr.Stop()
+
+	all := Count(res, nil)
+	sinceDrain := Count(res, StartedIn(drained, time.Time{}))
+	t.Logf("all: %v; since the drain: %v", all, sinceDrain)
+	if all.Failed != 0 {
+		t.Errorf("%d requests failed; the first: %v", all.Failed, all.FirstError)
+	}
+	if n := sinceDrain.ByServer[rs3.Name]; n != 0 {
+		t.Errorf("rs3 got %d new connections after it was drained", n)
+	}
+}
+
+// TestRealServerKilled: once a real server dies, the checks take it out
+// of the pool within the detection bound (docs/healthchecks.md), and no
+// new connection goes to it after that bound: every request started
+// later is answered, by the others. Its death costs only the requests
+// scheduled to it before.
+func TestRealServerKilled(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		kill func(*RealServer)
+	}{
+		// Its process dies: connections are refused at once.
+		{"process", (*RealServer).Kill},
+		// Its host loses power: nothing answers, checks time out.
+		{"host", (*RealServer).PowerOff},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLab(t)
+			l.Up()
+			rs2 := l.Reals[1]
+			tr := l.StartTraffic(rate)
+			answered(t, tr, time.Now(), rate)
+
+			killed := time.Now()
+			c.kill(rs2)
+			bound := DetectionBound + margin
+			WaitFor(t, bound, "rs2 out of the master's table", func() bool {
+				_, ok := l.Directors[0].Weights()[rs2.Addr]
+				return !ok
+			})
+			took := time.Since(killed)
+			if took > bound {
+				t.Errorf("rs2 out of the pool %v after its death, beyond %v + %v", took, DetectionBound, margin)
+			}
+			after := killed.Add(bound)
+			answered(t, tr, after, 2*rate)
+			res := tr.Stop()
+
+			before := Count(res, StartedIn(killed, after))
+			late := Count(res, StartedIn(after, time.Time{}))
+			t.Logf("rs2 out of the pool %v after its death (bound %v + %v); until the bound: %v; after: %v",
+				took.Round(time.Millisecond), DetectionBound, margin, before, late)
+			if late.Failed != 0 || late.ByServer[rs2.Name] != 0 {
+				t.Errorf("after the bound: %v; the first failure: %v", late, late.FirstError)
+			}
+		})
+	}
+}
+
+// TestMasterKilled: the master dies under traffic, with 100 established
+// connections that the backup knows from connection sync. Two deaths:
+//
+//   - daemon: directord SIGKILLed on a host that lives on. Its guardian
+//     sends priority 0 adverts and removes the VIP, so the backup owns the
+//     VIP within Skew_Time (+ margin), and no stale VIP stays behind.
+//   - host: the host loses power (off the network, every process in it
+//     killed, the guardian too). The backup owns the VIP within
+//     Master_Down_Interval (+ margin).
+//
+// Either way no connection begun after the takeover fails, and at least
+// 99% of the established connections carry on through the new master.
+func TestMasterKilled(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		kill  func(*Director)
+		bound time.Duration
+		what  string
+		noVIP bool // the dead master's VIP removed
+	}{
+		{"daemon", (*Director).Kill, SkewTime, "Skew_Time", true},
+		{"host", (*Director).PowerOff, MasterDownInterval, "Master_Down_Interval", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLab(t)
+			l.Up()
+			lb1, lb2 := l.Directors[0], l.Directors[1]
+
+			const n = 100
+			conns := dialMany(t, l, n)
+			ports := map[uint16]bool{}
+			for _, c := range conns {
+				ports[c.ClientPort()] = true
+			}
+			// Sync is the kernel's, asynchronous: wait until the backup has
+			// every connection, or the test would measure sync's lag.
+			WaitFor(t, 15*time.Second, "the backup knows every connection", func() bool {
+				cs, err := lb2.Conns()
+				if err != nil {
+					t.Fatal(err)
+				}
+				k := 0
+				for _, c := range cs {
+					if c.Client.Addr() == ClientAddr && ports[c.Client.Port()] && c.State == "ESTABLISHED" {
+						k++
+					}
+				}
+				return k == n
+			})
+
+			tr := l.StartTraffic(rate)
+			answered(t, tr, time.Now(), rate)
+			killed := time.Now()
+			c.kill(lb1)
+			WaitFor(t, c.bound+margin, "lb2 holds the VIP", lb2.HasVIP)
+			owned := time.Now()
+			took := owned.Sub(killed)
+			if took > c.bound+margin {
+				t.Errorf("lb2 took the VIP %v after lb1's death, beyond %s (%v) + %v", took, c.what, c.bound, margin)
+			}
+			if c.noVIP {
+				WaitFor(t, margin, "lb1 without its VIP", func() bool { return !lb1.HasVIP() })
+			}
+			answered(t, tr, owned, 3*rate)
+			res := tr.Stop()
+			if st := lb2.State(); st != "MASTER" {
+				t.Errorf("lb2 is %s with the VIP", st)
+			}
+
+			outage := Count(res, StartedIn(killed, owned))
+			late := Count(res, StartedIn(owned, time.Time{}))
+			t.Logf("lb2 took the VIP %v after lb1's death (%s %v + %v); requests begun meanwhile: %v, slowest %v; after: %v",
+				took.Round(time.Millisecond), c.what, c.bound, margin, outage, outage.Slowest.Round(time.Millisecond), late)
+			if late.Failed != 0 {
+				t.Errorf("%d requests begun after the takeover failed; the first: %v", late.Failed, late.FirstError)
+			}
+
+			survived := getAll(conns)
+			t.Logf("%d of %d established connections survived", survived, n)
+			if survived*100 < 99*n {
+				t.Errorf("%d of %d established connections survived, want at least 99%%", survived, n)
+			}
+		})
+	}
+}
+
+// dialMany opens n long-lived connections, a few at a time.
+func dialMany(t *testing.T, l *Lab, n int) []*Conn {
+	t.Helper()
+	conns := make([]*Conn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 8)
+	for i := range n {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			conns[i], errs[i] = l.Dial()
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		t.Cleanup(func() { conns[i].Close() })
+	}
+	return conns
+}
+
+// getAll sends a request on each connection at once and counts those
+// answered by the real server that answered them first.
+func getAll(conns []*Conn) int {
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			if s, err := c.Get(); err == nil && s == c.Server {
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(ok.Load())
+}
+
+// TestPartitionHeals: the directors cut off from each other (but not from
+// the router and the real servers) both become master; once healed, there
+// is exactly one master, lb1, within one advert interval (plus margin):
+// lb1's next advert, due within advert_int, makes lb2 yield at once. The
+// client then reaches the VIP: lb1 announces it again when it hears lb2's
+// last advert (higher_prio_send_advert), so the router forgets lb2.
+func TestPartitionHeals(t *testing.T) {
+	l := newLab(t)
+	l.Up()
+	lb1, lb2 := l.Directors[0], l.Directors[1]
+	adverts := nstest.WatchVRRP(t, lb2.NS, "eth0")
+	// The client was in touch: the router has the VIP in its ARP cache,
+	// where announcements update it.
+	if r := l.Get(); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+
+	for _, d := range l.Directors {
+		l.Switch.Isolate(t, d.Port, true)
+	}
+	WaitFor(t, MasterDownInterval+margin, "lb2 master beside lb1 (split brain)", func() bool { return lb2.HasVIP() })
+	if !lb1.HasVIP() {
+		t.Fatal("lb1 lost the VIP in the partition")
+	}
+	// lb2 announced the VIP when it became master: the router follows.
+	WaitFor(t, margin, "the router sends the VIP's traffic to lb2", func() bool { return l.VIPHolder() == lb2 })
+	if r := l.Get(); r.Err != nil {
+		t.Errorf("during the partition: %v", r.Err)
+	}
+
+	healed := time.Now()
+	for _, d := range l.Directors {
+		l.Switch.Isolate(t, d.Port, false)
+	}
+	oneMaster := func() bool { return lb1.HasVIP() && !lb2.HasVIP() }
+	WaitFor(t, AdvertInt+margin, "one master after healing", oneMaster)
+	took := time.Since(healed)
+	if took > AdvertInt+margin {
+		t.Errorf("one master %v after healing, beyond advert_int (%v) + %v", took, AdvertInt, margin)
+	}
+	// lb2's gratuitous ARPs drew the router to it in the partition; lb1's
+	// must draw it back, or the client would wait for the router's ARP
+	// cache to give up on lb2 (without higher_prio_send_advert, when lb1's
+	// advert happens to reach lb2 first, that is what happens).
+	WaitFor(t, AdvertInt+margin, "the router sends the VIP's traffic to lb1", func() bool { return l.VIPHolder() == lb1 })
+	if a, b := lb1.State(), lb2.State(); a != "MASTER" || b != "BACKUP" {
+		t.Errorf("lb1 %s, lb2 %s", a, b)
+	}
+	first := adverts.First(lb1.Addr.String(), healed)
+	t.Logf("one master %v after healing; lb1's first advert reached lb2 %v after it",
+		took.Round(time.Millisecond), first.Sub(healed).Round(time.Millisecond))
+	// And it stays so: lb2 hears lb1's adverts.
+	nstest.HoldFor(t, 3*AdvertInt, "one master", oneMaster)
+
+	r := l.Get()
+	if r.Err != nil {
+		t.Fatalf("the client does not reach the VIP after healing: %v", r.Err)
+	}
+	t.Logf("after healing %s answered in %v", r.Server, r.End.Sub(r.Start).Round(time.Millisecond))
+}
+
+// TestReloadUnderTraffic: reloads of an unchanged file, on both directors,
+// under traffic, cost no request and move nothing.
+func TestReloadUnderTraffic(t *testing.T) {
+	l := newLab(t)
+	l.Up()
+	lb1 := l.Directors[0]
+	tr := l.StartTraffic(rate)
+	answered(t, tr, time.Now(), rate)
+	before, err := lb1.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reloads = 5
+	for range reloads {
+		for _, d := range l.Directors {
+			d.Reload()
+		}
+	}
+	answered(t, tr, time.Now(), rate)
+	res := tr.Stop()
+	after, err := lb1.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := Count(res, nil)
+	t.Logf("%d reloads on each director under %v", reloads, c)
+	if c.Failed != 0 {
+		t.Errorf("%d requests failed; the first: %v", c.Failed, c.FirstError)
+	}
+	if a, b := after.Instances[0], before.Instances[0]; a.State != "MASTER" || a.Transitions != b.Transitions {
+		t.Errorf("lb1 moved: %s after %d transitions, was %s after %d", a.State, a.Transitions, b.State, b.Transitions)
+	}
+	if after.IPVS.Operations != before.IPVS.Operations {
+		t.Errorf("%d IPVS operations for unchanged reloads", after.IPVS.Operations-before.IPVS.Operations)
+	}
+}
