@@ -8,9 +8,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,28 +173,44 @@ func envInt(name string, def int) int {
 }
 
 // BenchmarkChecksBesideKeepalived runs directord -C and then keepalived
-// -C (its checker programs IPVS too) on the same configuration:
-// BENCH_VS x BENCH_RS real servers (default 100 x 100: 10,000), each
-// checked by SSL_GET every 2 s against a local HTTPS server, in the
-// guest. For each: CPU seconds per second and memory over a 20 s window
-// after every real server was checked once, the checks served per second,
-// and how long 20 real servers whose /healthz turns to 500 take to reach
-// weight 0 in the kernel (bound: delay_loop 2 s + delay_before_retry 1 s)
-// and to come back (bound: 2 s).
+// -C (its checker programs IPVS too) on the same configuration, at each
+// size of BENCH_SIZES ("VSxRS ...", default "4x5 5x10 10x10"): VS x RS
+// real servers, each checked by SSL_GET every 2 s against a local HTTPS
+// server, in the guest. For each: CPU seconds per second and memory over
+// a 20 s window after every real server was checked once, the checks
+// served per second, and how long 20 real servers whose /healthz turns to
+// 500 take to reach weight 0 in the kernel (bound: delay_loop 2 s +
+// delay_before_retry 1 s) and to come back (bound: 2 s).
 func BenchmarkChecksBesideKeepalived(b *testing.B) {
 	bin := binary(b)
-	nVS, nRS := envInt("BENCH_VS", 100), envInt("BENCH_RS", 100)
-	conf := testconf.Checked(nVS, nRS)
-	for _, who := range []string{"directord", "keepalived"} {
-		b.Run(who, func(b *testing.B) {
-			for b.Loop() {
-				measureChecks(b, who, bin, conf, nVS, nRS)
-			}
-		})
+	sizes := os.Getenv("BENCH_SIZES")
+	if sizes == "" {
+		sizes = "4x5 5x10 10x10"
+	}
+	for _, size := range strings.Fields(sizes) {
+		var nVS, nRS int
+		if _, err := fmt.Sscanf(size, "%dx%d", &nVS, &nRS); err != nil || nVS < 1 || nRS < 1 {
+			b.Fatalf("BENCH_SIZES: %q is not VSxRS", size)
+		}
+		conf := testconf.Checked(nVS, nRS)
+		for _, who := range []string{"directord", "keepalived"} {
+			b.Run(fmt.Sprintf("rs=%d/%s", nVS*nRS, who), func(b *testing.B) {
+				for b.Loop() {
+					measureChecks(b, who, bin, conf, nVS, nRS)
+				}
+			})
+		}
 	}
 }
 
 func measureChecks(b *testing.B, who, bin, conf string, nVS, nRS int) {
+	// The farm holds a connection per probe in flight, and the daemons
+	// (children) a descriptor per probe: the guest's default of 1,024 is
+	// too few for thousands of real servers.
+	lim := syscall.Rlimit{Cur: 1 << 16, Max: 1 << 16}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		b.Fatal(err)
+	}
 	s := &nstest.Scope{TB: b}
 	defer s.Close()
 	ns := nstest.New(s, name(b, "ck"))

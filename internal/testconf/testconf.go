@@ -107,3 +107,33 @@ func CheckedVS(v int) string { return fmt.Sprintf("10.%d.%d.%d", 1+v>>16&0xff, v
 func CheckedRS(n int) string {
 	return fmt.Sprintf("127.%d.%d.%d", 1+n/(250*256), n/250%256, 1+n%250)
 }
+
+// Table returns a configuration of vs virtual servers of rs real servers
+// each and no checkers (a real server without a checker is up), for the
+// benchmarks of the daemons' IPVS work: the virtual servers are those of
+// Checked, the real servers those of Large. With changed, one real server
+// (TableChanged) has weight 2 instead of 1: a reload with one change.
+func Table(vs, rs int, changed bool) string {
+	var b strings.Builder
+	b.Grow(vs * rs * 60)
+	cv, cr := TableChanged(vs, rs)
+	for v := 0; v < vs; v++ {
+		fmt.Fprintf(&b, "virtual_server %s 443 {\n    lvs_sched rr\n    lvs_method DR\n    protocol TCP\n", CheckedVS(v))
+		for r := 0; r < rs; r++ {
+			n, w := v*rs+r, 1
+			if changed && v == cv && r == cr {
+				w = 2
+			}
+			fmt.Fprintf(&b, "    real_server %s 443 {\n        weight %d\n    }\n", TableRS(n), w)
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
+
+// TableChanged is the virtual server and the real server (its index in
+// the virtual server) whose weight Table's changed version sets to 2.
+func TableChanged(vs, rs int) (v, r int) { return vs / 2, rs - 1 }
+
+// TableRS is the address of Table's real server n.
+func TableRS(n int) string { return fmt.Sprintf("172.%d.%d.%d", 16+n>>16&0x0f, n>>8&0xff, n&0xff) }
