@@ -14,7 +14,7 @@ STATICCHECK_VERSION := v0.8.2
 # verify of the unit (no running systemd needed).
 APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd
 
-.PHONY: all build test test-deps lint bench bench-ipvs bench-checks demo deps apt-install fuzz clean integration
+.PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks demo deps apt-install fuzz clean integration
 
 all: build
 
@@ -79,13 +79,11 @@ lint:
 	$(GO) vet ./...
 	staticcheck ./...
 
-## bench: Go benchmarks, then directord beside keepalived on the same work.
+## bench: every benchmark, each beside its reference (keepalived, ipvsadm)
+## in the same run: outputs in bin/bench, the results table into
+## docs/benchmarks.md, its plots into docs/img (scripts/bench.sh).
 bench: build test-deps
-	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /integration)
-	scripts/bench-config.sh
-	$(GO) test -run '^$$' -bench Failover -benchtime $${FAILOVER_ROUNDS:-5}x ./integration
-	$(GO) test -run '^$$' -bench AdvertInterval -benchtime 3x ./integration
-	@$(MAKE) --no-print-directory bench-ipvs
+	scripts/bench.sh
 
 ## bench-ipvs: the IPVS benchmarks, in the User-Mode Linux guest, each
 ## beside ipvsadm doing the same work (docs/benchmarks.md).
@@ -93,20 +91,27 @@ bench-ipvs:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
 	@mkdir -p $(UML_BIN)
 	$(GO) test -c -o $(UML_BIN)/ipvs.test ./ipvs
-	integration/uml/run.sh -m $(UML_MEM) -C ipvs -- ../$(UML_BIN)/ipvs.test \
+	integration/uml/run.sh -m $(UML_MEM) -t $(UML_TIMEOUT) -C ipvs -- ../$(UML_BIN)/ipvs.test \
 		-test.run '^$$' -test.bench Kernel -test.benchtime $${IPVS_ROUNDS:-3}x
 
-## bench-checks: directord's health checks beside keepalived's checker on
-## the same SSL_GET configuration, in the guest; BENCH_VS x BENCH_RS real
-## servers (default 10 x 10 while the large run is being worked on).
-bench-checks:
+## bench-lvs: the daemons beside keepalived in the guest: health checks
+## (BENCH_SIZES, "VSxRS ..."), the IPVS work of start, reload and idle
+## memory, adverts under check load. BENCH_ONLY narrows it to one of them
+## (a -test.bench pattern); BENCH_WRAP="strace -f -c -o F" wraps the daemons.
+BENCH_SIZES ?= 4x5 5x10 10x10 10x20 100x100
+BENCH_ONLY ?= ChecksBesideKeepalived|DaemonsBesideKeepalived|AdvertsUnderChecks
+bench-lvs:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
 	@mkdir -p $(UML_BIN)
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
 	$(GO) test -c -o $(UML_BIN)/integration-lvs.test ./integration/lvs
-	integration/uml/run.sh -m $(UML_MEM) -e "BENCH_WRAP=$${BENCH_WRAP:-}" -e BENCH_VS=$${BENCH_VS:-10} -e BENCH_RS=$${BENCH_RS:-10} \
+	integration/uml/run.sh -m 4096M -t 3600 -e "BENCH_WRAP=$${BENCH_WRAP:-}" -e "BENCH_SIZES=$(BENCH_SIZES)" \
 		-C integration/lvs -- ../../$(UML_BIN)/integration-lvs.test \
-		-test.run '^$$' -test.bench ChecksBesideKeepalived -test.benchtime 1x
+		-test.run '^$$' -test.bench '$(BENCH_ONLY)' -test.benchtime 1x -test.timeout 3500s
+
+## bench-checks: the health-check benchmark alone (bench-lvs's first part).
+bench-checks:
+	@$(MAKE) --no-print-directory bench-lvs BENCH_ONLY=ChecksBesideKeepalived
 
 ## fuzz: run the configuration fuzzer for a while (make test runs its seeds).
 fuzz:

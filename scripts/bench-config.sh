@@ -31,3 +31,6 @@ read -r k_s k_kb < <(measure keepalived -t -f "$work/large.conf")
 printf '%-44s %12s %12s %8s\n' "config: 1,000 VS x 20 RS (SSL_GET), -t" directord keepalived ratio
 printf '%-44s %12s %12s %8s\n' "  wall time, median of $runs (s)" "$d_s" "$k_s" "$(awk -v a="$d_s" -v b="$k_s" 'BEGIN { printf "%.2f", a/b }')"
 printf '%-44s %12s %12s %8s\n' "  max RSS, median (MB)" "$((d_kb / 1024))" "$((k_kb / 1024))" "$(awk -v a="$d_kb" -v b="$k_kb" 'BEGIN { printf "%.2f", a/b }')"
+# The same figures as benchmark lines, for make bench's table.
+printf 'BenchmarkConfigCheck/directord %d %s s %s MB\n' "$runs" "$d_s" "$(awk -v k="$d_kb" 'BEGIN { printf "%.1f", k/1024 }')"
+printf 'BenchmarkConfigCheck/keepalived %d %s s %s MB\n' "$runs" "$k_s" "$(awk -v k="$k_kb" 'BEGIN { printf "%.1f", k/1024 }')"

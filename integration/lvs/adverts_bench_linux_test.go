@@ -18,16 +18,21 @@ import (
 // 4 x 5) checked by SSL_GET every 2 s against a local HTTPS server, in the
 // guest (keepalived's checker needs IPVS). The figure is the 99th
 // percentile of the gap between adverts seen by the peer over 20 s, less
-// the 100 ms interval; a master that falls behind loses its VIP to a false
-// failover.
+// the 100 ms interval, the median of BENCH_ADV_ROUNDS (3) rounds; a master
+// that falls behind loses its VIP to a false failover.
 func BenchmarkAdvertsUnderChecks(b *testing.B) {
 	bin := binary(b)
 	nVS, nRS := envInt("BENCH_ADV_VS", 4), envInt("BENCH_ADV_RS", 5)
 	for _, who := range []string{"directord", "keepalived"} {
 		b.Run("master="+who, func(b *testing.B) {
 			for b.Loop() {
-				p99 := advertsUnderChecks(b, who, bin, nVS, nRS)
-				b.ReportMetric(float64(p99.Microseconds())/1000, "ms-p99-over-100ms")
+				// The guest's timing is noisy: the median of rounds.
+				var p99s []time.Duration
+				for range envInt("BENCH_ADV_ROUNDS", 3) {
+					p99s = append(p99s, advertsUnderChecks(b, who, bin, nVS, nRS))
+				}
+				sort.Slice(p99s, func(i, j int) bool { return p99s[i] < p99s[j] })
+				b.ReportMetric(float64(p99s[len(p99s)/2].Microseconds())/1000, "ms-p99-over-100ms")
 			}
 		})
 	}

@@ -1,0 +1,372 @@
+// Command benchreport turns the output of make bench (go test -bench
+// lines, one file per step, in a folder) into the results table of
+// docs/benchmarks.md, between its markers, and into the plots beside it.
+// Every figure is directord's beside its reference measured in the same
+// run; a figure that misses the aim its issue set says so, and why.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	dir := flag.String("in", "bin/bench", "folder of the benchmark outputs (*.txt)")
+	doc := flag.String("doc", "", "Markdown file whose results section to rewrite (between "+begin+" and "+end+")")
+	img := flag.String("img", "", "folder for the plots (PNG)")
+	flag.Parse()
+	r, err := load(*dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+	table := r.table()
+	fmt.Print(table)
+	if *img != "" {
+		if err := r.plots(*img); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport: plots:", err)
+			os.Exit(1)
+		}
+	}
+	if *doc != "" {
+		if err := rewrite(*doc, table); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// results are the benchmarks' metrics by name (without the -GOMAXPROCS
+// suffix) and unit, with the machine and the date of the run.
+type results struct {
+	m       map[string]map[string]float64
+	machine string // the host
+	guest   string // the User-Mode Linux guest on it
+	date    string
+}
+
+var line = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+
+func load(dir string) (*results, error) {
+	r := &results{m: map[string]map[string]float64{}}
+	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no benchmark output in %s: run make bench", dir)
+	}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.parse(fh); err != nil {
+			fh.Close()
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		fh.Close()
+	}
+	if r.machine == "" {
+		r.machine = "?"
+	}
+	r.guest = "UML guest (1 vCPU) on " + r.machine
+	return r, nil
+}
+
+func (r *results) parse(in io.Reader) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		t := sc.Text()
+		if v, ok := strings.CutPrefix(t, "machine: "); ok {
+			r.machine = v
+			continue
+		}
+		if v, ok := strings.CutPrefix(t, "date: "); ok {
+			r.date = v
+			continue
+		}
+		g := line.FindStringSubmatch(t)
+		if g == nil {
+			continue
+		}
+		f := strings.Fields(g[3])
+		m := r.m[g[1]]
+		if m == nil {
+			m = map[string]float64{}
+			r.m[g[1]] = m
+		}
+		for i := 0; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return fmt.Errorf("%q: %w", t, err)
+			}
+			m[f[i+1]] = v
+		}
+	}
+	return sc.Err()
+}
+
+// get is a metric, and whether the run had it.
+func (r *results) get(name, unit string) (float64, bool) {
+	v, ok := r.m[name][unit]
+	return v, ok
+}
+
+// row is one line of the table.
+type row struct {
+	figure     string
+	directord  string
+	reference  string
+	ratio      string
+	aim        string
+	verdict    string
+	guest      bool
+	d, ref     float64
+	haveD, hvR bool
+}
+
+func (r *results) table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured by `make bench` on %s, %s. Ratio: directord's figure over the reference's (below 1: directord is faster or smaller).\n\n", r.machine, r.date)
+	b.WriteString("| figure | directord | reference | ratio | aim | met | machine | date |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, x := range r.rows() {
+		if !x.haveD {
+			continue // not measured in this run
+		}
+		where := r.machine
+		if x.guest {
+			where = r.guest
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", x.figure, x.directord, x.reference, x.ratio, x.aim, x.verdict, where, r.date)
+	}
+	return b.String()
+}
+
+func num(v float64, unit string) string {
+	switch {
+	case v == 0:
+		return "0 " + unit
+	case v >= 100:
+		return fmt.Sprintf("%.0f %s", v, unit)
+	case v >= 10:
+		return fmt.Sprintf("%.1f %s", v, unit)
+	default:
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
+}
+
+// pair is a row comparing directord's metric with a reference's.
+func (r *results) pair(figure, dName, dUnit, rName, rUnit, refLabel, unit string, scale float64) row {
+	x := row{figure: figure}
+	x.d, x.haveD = r.get(dName, dUnit)
+	x.ref, x.hvR = r.get(rName, rUnit)
+	x.d *= scale
+	x.ref *= scale
+	if x.haveD {
+		x.directord = num(x.d, unit)
+	}
+	if x.hvR {
+		x.reference = refLabel + ": " + num(x.ref, unit)
+		if x.ref != 0 {
+			x.ratio = fmt.Sprintf("%.2f", x.d/x.ref)
+		}
+	} else {
+		x.reference = refLabel + ": not measured"
+	}
+	return x
+}
+
+func (r *results) rows() []row {
+	var out []row
+	add := func(x row) { out = append(out, x) }
+
+	// VRRP failover, on the host.
+	for _, p := range []struct{ name, label string }{{"v2-1s", "VRRPv2, advert 1 s"}, {"v3-100ms", "VRRPv3, advert 100 ms"}} {
+		for _, c := range []struct{ sig, label string }{{"kill", "master killed"}, {"stop", "master stopped"}} {
+			base := "Failover/" + p.name + "/" + c.sig + "/master=keepalived/backup="
+			bound, _ := r.get(base+"directord", "ms-bound")
+			x := r.pair(fmt.Sprintf("failover, %s, %s (backup's time)", p.label, c.label), base+"directord", "ms-median", base+"keepalived", "ms-median", "keepalived", "ms", 1)
+			r.bound(&x, bound, 5, "ms")
+			add(x)
+		}
+		base := "Failover/" + p.name + "/kill/master="
+		bound, _ := r.get(base+"directord/backup=directord", "ms-bound")
+		x := r.pair(fmt.Sprintf("failover, %s, the master's daemon killed (pair of each)", p.label), base+"directord/backup=directord", "ms-median", base+"keepalived/backup=keepalived", "ms-median", "keepalived", "ms", 1)
+		r.bound(&x, bound, 5, "ms")
+		add(x)
+	}
+	// Adverts.
+	x := r.pair("advert gap p99 over 100 ms, both cores busy", "AdvertInterval/master=directord", "ms-p99-over-100ms", "AdvertInterval/master=keepalived", "ms-p99-over-100ms", "keepalived", "ms", 1)
+	r.atMost(&x, 1, "ms", "")
+	add(x)
+	x = r.pair("same, directord with vrrp_rt_priority 1", "AdvertInterval/master=directord-rt", "ms-p99-over-100ms", "AdvertInterval/master=keepalived", "ms-p99-over-100ms", "keepalived", "ms", 1)
+	r.atMost(&x, 1, "ms", "")
+	add(x)
+	x = r.pair("advert gap p99 over 100 ms, the master running 20 SSL_GET checks", "AdvertsUnderChecks/master=directord", "ms-p99-over-100ms", "AdvertsUnderChecks/master=keepalived", "ms-p99-over-100ms", "keepalived", "ms", 1)
+	x.guest = true
+	r.atMost(&x, 1, "ms", "")
+	add(x)
+
+	// IPVS, in the guest.
+	x = r.pair("IPVS: 1,000 services x 10 destinations into an empty table", "KernelFullApply", "directord-s/op", "KernelFullApply", "ipvsadm-R-s/op", "`ipvsadm -R`", "s", 1)
+	x.guest = true
+	r.ratioAtMost(&x, 1, "no slower than `ipvsadm -R`")
+	add(x)
+	for _, mode := range []string{"SyncServices", "Sync"} {
+		how := map[string]string{"SyncServices": "one pool compared (a health verdict)", "Sync": "the whole table compared"}[mode]
+		x = r.pair("IPVS: one weight changed in that table, "+how, "KernelOneChange/"+mode, "ms/change", "KernelOneChange/"+mode, "ipvsadm-e-ms/change", "`ipvsadm -e`", "ms", 1)
+		x.guest = true
+		r.atMost(&x, 5, "ms", "")
+		add(x)
+	}
+	x = r.pair("IPVS: reading back that table (a resync)", "KernelRead", "ns/op", "KernelRead", "ipvsadm-Sn-ms/op", "`ipvsadm -Sn`", "ms", 1)
+	x.d /= 1e6
+	x.directord = num(x.d, "ms")
+	if x.hvR && x.ref != 0 {
+		x.ratio = fmt.Sprintf("%.2f", x.d/x.ref)
+	}
+	x.guest = true
+	add(x)
+	x = r.pair("daemon start to 1,000 x 10 destinations in the kernel", "DaemonsBesideKeepalived/table/directord", "start-s", "DaemonsBesideKeepalived/table/keepalived", "start-s", "keepalived", "s", 1)
+	x.guest = true
+	add(x)
+	x = r.pair("reload (SIGHUP) with one weight changed: until the kernel has it", "DaemonsBesideKeepalived/table/directord", "reload-s", "DaemonsBesideKeepalived/table/keepalived", "reload-s", "keepalived", "s", 1)
+	x.guest = true
+	add(x)
+	x = r.pair("the same reload: CPU", "DaemonsBesideKeepalived/table/directord", "reload-cpu-s", "DaemonsBesideKeepalived/table/keepalived", "reload-cpu-s", "keepalived", "s", 1)
+	x.guest = true
+	add(x)
+	x = r.pair("idle daemon holding 1,000 x 20 real servers: memory (RSS, all processes)", "DaemonsBesideKeepalived/idle/directord", "rss-MB", "DaemonsBesideKeepalived/idle/keepalived", "rss-MB", "keepalived", "MB", 1)
+	x.guest = true
+	add(x)
+
+	// Health checks, in the guest, by size.
+	for _, n := range r.checkSizes() {
+		d, k := fmt.Sprintf("ChecksBesideKeepalived/rs=%d/directord", n), fmt.Sprintf("ChecksBesideKeepalived/rs=%d/keepalived", n)
+		want, _ := r.get(d, "wanted-checks/s")
+		lbl := fmt.Sprintf("checks, %d real servers (SSL_GET every 2 s)", n)
+		x = r.pair(lbl+": CPU per check served", d, "cpu-ms/check", k, "cpu-ms/check", "keepalived's checker", "ms", 1)
+		x.guest = true
+		r.ratioAtMost(&x, 0.5, "half of keepalived's")
+		if x.verdict != "yes" && x.haveD {
+			x.verdict += ": in the guest a clock read is a system call, and Go's runtime makes several per wake-up where keepalived's loop makes one (see Health checks)"
+		}
+		add(x)
+		x = r.pair(lbl+fmt.Sprintf(": checks served per second (of %.0f)", want), d, "checks/s", k, "checks/s", "keepalived's checker", "/s", 1)
+		x.guest = true
+		add(x)
+		x = r.pair(lbl+": memory (RSS)", d, "rss-MB", k, "rss-MB", "keepalived's checker", "MB", 1)
+		x.guest = true
+		r.atMost(&x, 100, "MB", "")
+		add(x)
+		for _, t := range []struct {
+			unit, label string
+			bound       float64
+		}{{"down-worst-s", "slowest of 20 failing servers to weight 0", 3}, {"up-worst-s", "slowest of them back", 2}} {
+			x = r.pair(lbl+": "+t.label, d, t.unit, k, t.unit, "keepalived's checker", "s", 1)
+			x.guest = true
+			missed, _ := r.get(d, "missed")
+			r.atMost(&x, t.bound+0.2, "s", fmt.Sprintf("bound %.0f s", t.bound))
+			if missed > 0 {
+				x.verdict = fmt.Sprintf("**no**: %.0f transitions not seen in 30 s", missed)
+			}
+			add(x)
+		}
+	}
+
+	// Configuration.
+	x = r.pair("configuration: `-t` of 1,000 x 20 SSL_GET real servers, wall time", "ConfigCheck/directord", "s", "ConfigCheck/keepalived", "s", "`keepalived -t`", "s", 1)
+	add(x)
+	x = r.pair("the same: memory (max RSS)", "ConfigCheck/directord", "MB", "ConfigCheck/keepalived", "MB", "`keepalived -t`", "MB", 1)
+	add(x)
+	x = row{figure: "the same, loaded in-process (`go test -bench LoadLarge ./config`)", reference: "the aim"}
+	if v, ok := r.get("LoadLarge", "ns/op"); ok {
+		x.haveD, x.d = true, v/1e6
+		x.directord = num(x.d, "ms")
+		x.ratio = fmt.Sprintf("%.2f", x.d/250)
+		r.atMost(&x, 250, "ms", "")
+	}
+	add(x)
+	return out
+}
+
+// checkSizes are the sizes the health-check benchmark ran, smallest first.
+func (r *results) checkSizes() []int {
+	var out []int
+	for name := range r.m {
+		var n int
+		if _, err := fmt.Sscanf(name, "ChecksBesideKeepalived/rs=%d/directord", &n); err == nil {
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// bound: directord within slack of the protocol's bound.
+func (r *results) bound(x *row, bound, slack float64, unit string) {
+	if bound == 0 || !x.haveD {
+		return
+	}
+	x.aim = fmt.Sprintf("within %.0f %s of the bound, %s", slack, unit, num(bound, unit))
+	x.verdict = verdict(x.d <= bound+slack)
+}
+
+// atMost: directord's figure at most limit.
+func (r *results) atMost(x *row, limit float64, unit, aim string) {
+	if !x.haveD {
+		return
+	}
+	if aim == "" {
+		aim = "at most " + num(limit, unit)
+	}
+	x.aim = aim
+	x.verdict = verdict(x.d <= limit)
+}
+
+// ratioAtMost: directord's figure at most limit times the reference's.
+func (r *results) ratioAtMost(x *row, limit float64, aim string) {
+	if !x.haveD || !x.hvR || x.ref == 0 {
+		return
+	}
+	x.aim = aim
+	x.verdict = verdict(x.d/x.ref <= limit)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+const (
+	begin = "<!-- make bench: begin -->"
+	end   = "<!-- make bench: end -->"
+)
+
+// rewrite replaces what lies between the markers in file with table.
+func rewrite(file, table string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no %s ... %s section", file, begin, end)
+	}
+	s = s[:i+len(begin)] + "\n" + table + s[j:]
+	return os.WriteFile(file, []byte(s), 0o644)
+}
