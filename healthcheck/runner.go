@@ -315,11 +315,19 @@ func (r *Runner) Run(ctx context.Context) {
 			wait = time.Duration(q.entries[0].when - now)
 		}
 		q.mu.Unlock()
+		waited := false
 		for i, c := range due {
 			select {
 			case r.sem <- struct{}{}:
-			case <-ctx.Done():
-				return
+			default:
+				// Every place taken: wait for one. The heap read above is
+				// then stale, and is read again before sleeping.
+				waited = true
+				select {
+				case r.sem <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 			}
 			due[i] = nil
 			wg.Add(1)
@@ -329,6 +337,9 @@ func (r *Runner) Run(ctx context.Context) {
 			}()
 		}
 		due = due[:0]
+		if waited {
+			continue
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():

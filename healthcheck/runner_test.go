@@ -440,3 +440,50 @@ func TestAdoptAcrossReload(t *testing.T) {
 		}
 	})
 }
+
+// TestSaturatedStartsOnTime: with every place of the bound taken by
+// silent probes, a check that comes due while the scheduler waits for a
+// place starts as soon as one frees, not a whole wait later.
+func TestSaturatedStartsOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, poolConf(4, "connect_timeout 5\n   delay_loop 60\n   retry 0"))
+		r, err := New(cfg, func(Event) {}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.sem = make(chan struct{}, 2)
+		r.Jitter = 0
+		start := time.Now()
+		var mu sync.Mutex
+		began := map[int]time.Duration{}
+		for i, c := range r.Checks() {
+			// Checks 0 and 1 at once (both places for 5 s), 2 due at 1 s
+			// and 3 at 2 s.
+			c.due.Store(start.Add([]time.Duration{0, 0, time.Second, 2 * time.Second}[i]).UnixNano())
+			c.Prober = proberFunc(func(ctx context.Context) Result {
+				mu.Lock()
+				if _, ok := began[i]; !ok {
+					began[i] = time.Since(start)
+				}
+				mu.Unlock()
+				select {
+				case <-time.After(5 * time.Second):
+				case <-ctx.Done():
+				}
+				return Result{Outcome: Down, Reason: "timed out", Weight: -1, Silent: true}
+			})
+		}
+		r.Egress = nil
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		r.Run(ctx)
+		// 2 and 3 both when the places free, at 5 s (3 must not wait for
+		// a wake-up planned at 1 s for 2 s later, from when 2 started).
+		want := map[int]time.Duration{0: 0, 1: 0, 2: 5 * time.Second, 3: 5 * time.Second}
+		for i, w := range want {
+			if began[i] != w {
+				t.Errorf("check %d began at %v, want %v", i, began[i], w)
+			}
+		}
+	})
+}
