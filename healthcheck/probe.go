@@ -230,28 +230,42 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 // own handshake (without enable_sni no server name is sent, as keepalived).
 //
 // The connection's own deadline bounds the handshake, the request and the
-// answer; a context ended early (directord stopping) moves it to now.
-// That is cheaper than HandshakeContext, which watches the context from a
+// answer; ctx ended early (directord stopping) moves it to now. That is
+// cheaper than HandshakeContext, which watches the context from a
 // goroutine of its own.
+//
+// The time spent waiting for a handshake slot, that is for this
+// director's own CPU, does not count against the deadline: an overloaded
+// director checks less often, where counting it would time out every
+// handshake at once, fail healthy servers and add retries to the load.
 func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
-	raw, err := p.Target.dial(ctx)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	raw, err := p.Target.dial(dctx)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
-	raw.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
 	if p.TLS == nil {
+		raw.SetDeadline(deadline)
 		return &stoppable{raw, stop}, nil
 	}
 	// The handshake is the CPU-heavy part of a check: a bounded number at
 	// once, so that they stay fast when the CPU is what limits them.
 	select {
 	case handshakes <- struct{}{}:
-	case <-ctx.Done():
-		stop()
-		closeNow(raw)
-		return nil, ctx.Err()
+	default:
+		queued := time.Now()
+		select {
+		case handshakes <- struct{}{}:
+			deadline = deadline.Add(time.Since(queued))
+		case <-ctx.Done():
+			stop()
+			closeNow(raw)
+			return nil, ctx.Err()
+		}
 	}
+	raw.SetDeadline(deadline)
 	c := tls.Client(raw, p.TLS)
 	err = c.Handshake()
 	<-handshakes
@@ -322,8 +336,6 @@ func (p *HTTP) Probe(ctx context.Context) Result {
 // get fetches one URL on a connection of its own, which must be done by
 // deadline (connect_timeout from its start).
 func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time) (Result, bool) {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	host := u.VirtualHost
 	if host == "" {
 		host = p.Host

@@ -367,3 +367,33 @@ func TestProbeBindPortAlone(t *testing.T) {
 		t.Errorf("connected from %v, want port %d", got, free.Port())
 	}
 }
+
+// TestHandshakeQueueIsNotTheServersTime: a probe that waits for a
+// handshake slot (this director's CPU) longer than connect_timeout is not
+// failed for it: its time counts from when it gets the slot. The slots
+// are all taken, and given back after three connect_timeouts.
+func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
+	s := newServer(t, true)
+	c, rs := httpChecker("SSL_GET", s, url("/ok"))
+	c.ConnectTimeout = 100 * time.Millisecond
+	p, err := NewHTTP(c, rs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range cap(handshakes) {
+		handshakes <- struct{}{}
+	}
+	release := time.AfterFunc(3*c.ConnectTimeout, func() {
+		for range cap(handshakes) {
+			<-handshakes
+		}
+	})
+	defer release.Stop()
+	r := probe(t, p)
+	if r.Outcome != Up {
+		t.Errorf("after waiting for a slot: %s %q", r.Outcome, r.Reason)
+	}
+	if r.Latency < 3*c.ConnectTimeout {
+		t.Errorf("latency %v: the probe did not wait for a slot", r.Latency)
+	}
+}

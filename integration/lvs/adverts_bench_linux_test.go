@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,13 +53,16 @@ func advertsUnderChecks(b *testing.B, who, bin string, nVS, nRS int) time.Durati
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	var p *nstest.Process
-	if who == "directord" {
-		p = nstest.Start(s, a, bin, "-n", "-l", "-f", file)
-	} else {
-		p = nstest.Start(s, a, "keepalived", "-n", "-l", "-D", "-f", file, "-p", filepath.Join(dir, "k.pid"),
-			"-r", filepath.Join(dir, "v.pid"), "-c", filepath.Join(dir, "c.pid"))
+	argv := []string{bin, "-n", "-l", "-f", file}
+	if who == "keepalived" {
+		argv = []string{"keepalived", "-n", "-l", "-D", "-f", file, "-p", filepath.Join(dir, "k.pid"),
+			"-r", filepath.Join(dir, "v.pid"), "-c", filepath.Join(dir, "c.pid")}
 	}
+	// BENCH_WRAP: as in BenchmarkChecksBesideKeepalived.
+	if w := os.Getenv("BENCH_WRAP"); w != "" {
+		argv = append(strings.Fields(strings.ReplaceAll(w, "{who}", who)), argv...)
+	}
+	p := nstest.Start(s, a, argv...)
 	defer p.Stop(30 * time.Second)
 	nstest.WaitFor(s, 20*time.Second, "master", func() bool { return a.HasAddr(s, "dda", "192.0.2.100") })
 	// Every real server checked once: the checks are at their pace.
