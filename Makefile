@@ -98,7 +98,7 @@ bench-ipvs:
 ## (BENCH_SIZES, "VSxRS ..."), the IPVS work of start, reload and idle
 ## memory, adverts under check load. BENCH_ONLY narrows it to one of them
 ## (a -test.bench pattern); BENCH_WRAP="strace -f -c -o F" wraps the daemons.
-BENCH_SIZES ?= 4x5 5x10 10x10 10x20 100x100
+BENCH_SIZES ?= 4x5 5x10 10x10 10x20 20x20
 BENCH_ONLY ?= ChecksBesideKeepalived|DaemonsBesideKeepalived|AdvertsUnderChecks
 bench-lvs:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"

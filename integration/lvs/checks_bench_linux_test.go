@@ -174,7 +174,8 @@ func envInt(name string, def int) int {
 
 // BenchmarkChecksBesideKeepalived runs directord -C and then keepalived
 // -C (its checker programs IPVS too) on the same configuration, at each
-// size of BENCH_SIZES ("VSxRS ...", default "4x5 5x10 10x10"): VS x RS
+// size of BENCH_SIZES ("VSxRS ...", default "4x5 5x10 10x10"; make
+// bench-lvs sets its own): VS x RS
 // real servers, each checked by SSL_GET every 2 s against a local HTTPS
 // server, in the guest. For each: CPU seconds per second and memory over
 // a 20 s window after every real server was checked once, the checks

@@ -130,6 +130,7 @@ type row struct {
 	ratio      string
 	aim        string
 	verdict    string
+	why        string // what limits it, said when the aim is missed
 	guest      bool
 	d, ref     float64
 	haveD, hvR bool
@@ -215,18 +216,21 @@ func (r *results) rows() []row {
 	add(x)
 	x = r.pair("advert gap p99 over 100 ms, the master running 20 SSL_GET checks", "AdvertsUnderChecks/master=directord", "ms-p99-over-100ms", "AdvertsUnderChecks/master=keepalived", "ms-p99-over-100ms", "keepalived", "ms", 1)
 	x.guest = true
+	x.why = "the guest's own timing noise (with one check every 2 s: directord 2.8 ms, keepalived 1.7 ms), and directord's checks share its process and so its CPU time with VRRP, where keepalived's run in a process of their own (see VRRP adverts)"
 	r.atMost(&x, 1, "ms", "")
 	add(x)
 
 	// IPVS, in the guest.
 	x = r.pair("IPVS: 1,000 services x 10 destinations into an empty table", "KernelFullApply", "directord-s/op", "KernelFullApply", "ipvsadm-R-s/op", "`ipvsadm -R`", "s", 1)
 	x.guest = true
+	x.why = "see IPVS"
 	r.ratioAtMost(&x, 1, "no slower than `ipvsadm -R`")
 	add(x)
 	for _, mode := range []string{"SyncServices", "Sync"} {
 		how := map[string]string{"SyncServices": "one pool compared (a health verdict)", "Sync": "the whole table compared"}[mode]
 		x = r.pair("IPVS: one weight changed in that table, "+how, "KernelOneChange/"+mode, "ms/change", "KernelOneChange/"+mode, "ipvsadm-e-ms/change", "`ipvsadm -e`", "ms", 1)
 		x.guest = true
+		x.why = "one netlink exchange in the guest, where a system call costs about 130 us and the host's load moves times threefold; the diff itself takes 6 us on the host"
 		r.atMost(&x, 5, "ms", "")
 		add(x)
 	}
@@ -256,18 +260,22 @@ func (r *results) rows() []row {
 		d, k := fmt.Sprintf("ChecksBesideKeepalived/rs=%d/directord", n), fmt.Sprintf("ChecksBesideKeepalived/rs=%d/keepalived", n)
 		want, _ := r.get(d, "wanted-checks/s")
 		lbl := fmt.Sprintf("checks, %d real servers (SSL_GET every 2 s)", n)
+		overload := "the guest's one CPU, which the daemon shares with the HTTPS server answering for every real server, is not enough for directord's checks at this rate: they wait for it and come less often (see Health checks)"
 		x = r.pair(lbl+": CPU per check served", d, "cpu-ms/check", k, "cpu-ms/check", "keepalived's checker", "ms", 1)
 		x.guest = true
+		x.why = "in the guest every clock reading and every wake-up of Go's runtime is a system call of 130 to 250 us, and the runtime makes several per probe where keepalived's loop makes one (see Health checks)"
 		r.ratioAtMost(&x, 0.5, "half of keepalived's")
-		if x.verdict != "yes" && x.haveD {
-			x.verdict += ": in the guest a clock read is a system call, and Go's runtime makes several per wake-up where keepalived's loop makes one (see Health checks)"
-		}
 		add(x)
 		x = r.pair(lbl+fmt.Sprintf(": checks served per second (of %.0f)", want), d, "checks/s", k, "checks/s", "keepalived's checker", "/s", 1)
 		x.guest = true
+		x.why = overload
+		if x.haveD {
+			x.aim, x.verdict = fmt.Sprintf("at least 90%% of %.0f", want), verdict(&x, x.d >= 0.9*want)
+		}
 		add(x)
 		x = r.pair(lbl+": memory (RSS)", d, "rss-MB", k, "rss-MB", "keepalived's checker", "MB", 1)
 		x.guest = true
+		x.why = overload + "; up to 1,024 probes wait in flight, each with its connection and TLS state"
 		r.atMost(&x, 100, "MB", "")
 		add(x)
 		for _, t := range []struct {
@@ -277,12 +285,35 @@ func (r *results) rows() []row {
 			x = r.pair(lbl+": "+t.label, d, t.unit, k, t.unit, "keepalived's checker", "s", 1)
 			x.guest = true
 			missed, _ := r.get(d, "missed")
-			r.atMost(&x, t.bound+0.2, "s", fmt.Sprintf("bound %.0f s", t.bound))
+			x.why = overload
+			r.atMost(&x, t.bound+0.2, "s", fmt.Sprintf("bound %.0f s (+0.2 s: the kernel is read every 0.1 s)", t.bound))
 			if missed > 0 {
-				x.verdict = fmt.Sprintf("**no**: %.0f transitions not seen in 30 s", missed)
+				x.verdict = fmt.Sprintf("**no**: %.0f of 40 transitions not seen in 30 s; %s", missed, overload)
 			}
 			add(x)
 		}
+	}
+
+	// 10,000 real servers: on the host, directord alone.
+	if _, ok := r.get("Checks10k", "checks/s"); ok {
+		const lbl = "checks, 10,000 real servers (SSL_GET every 2 s) on the host, directord alone (keepalived's checker needs IPVS)"
+		x = r.pair(lbl+": probes per second (of 5,000)", "Checks10k", "checks/s", "", "", "keepalived", "/s", 1)
+		x.reference = "none here"
+		x.why = "the HTTPS server answering them shares the host's two cores"
+		if x.haveD {
+			x.aim, x.verdict = "at least 90% of 5000", verdict(&x, x.d >= 4500)
+		}
+		add(x)
+		x = r.pair(lbl+": CPU", "Checks10k", "cpu-s/s", "", "", "keepalived", "s/s", 1)
+		x.reference = "none here"
+		add(x)
+		x = r.pair(lbl+": CPU per probe", "Checks10k", "cpu-ms/check", "", "", "keepalived", "ms", 1)
+		x.reference = "none here"
+		add(x)
+		x = r.pair(lbl+": memory (RSS)", "Checks10k", "rss-MB", "", "", "keepalived", "MB", 1)
+		x.reference = "none here"
+		r.atMost(&x, 100, "MB", "")
+		add(x)
 	}
 
 	// Configuration.
@@ -320,7 +351,7 @@ func (r *results) bound(x *row, bound, slack float64, unit string) {
 		return
 	}
 	x.aim = fmt.Sprintf("within %.0f %s of the bound, %s", slack, unit, num(bound, unit))
-	x.verdict = verdict(x.d <= bound+slack)
+	x.verdict = verdict(x, x.d <= bound+slack)
 }
 
 // atMost: directord's figure at most limit.
@@ -332,7 +363,7 @@ func (r *results) atMost(x *row, limit float64, unit, aim string) {
 		aim = "at most " + num(limit, unit)
 	}
 	x.aim = aim
-	x.verdict = verdict(x.d <= limit)
+	x.verdict = verdict(x, x.d <= limit)
 }
 
 // ratioAtMost: directord's figure at most limit times the reference's.
@@ -341,12 +372,15 @@ func (r *results) ratioAtMost(x *row, limit float64, aim string) {
 		return
 	}
 	x.aim = aim
-	x.verdict = verdict(x.d/x.ref <= limit)
+	x.verdict = verdict(x, x.d/x.ref <= limit)
 }
 
-func verdict(ok bool) string {
-	if ok {
+func verdict(x *row, ok bool) string {
+	switch {
+	case ok:
 		return "yes"
+	case x.why != "":
+		return "**no**: " + x.why
 	}
 	return "**no**"
 }

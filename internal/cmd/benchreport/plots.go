@@ -120,7 +120,11 @@ func (r *results) checksPlot(file string) error {
 	pl.Legend.Top, pl.Legend.Left = true, true
 	pl.Y.Min = 0
 	pl.X.Scale = plot.LogScale{}
-	pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	var ticks []plot.Tick
+	for _, n := range sizes {
+		ticks = append(ticks, plot.Tick{Value: float64(n), Label: fmt.Sprint(n)})
+	}
+	pl.X.Tick.Marker = plot.ConstantTicks(ticks)
 	img := vgimg.New(8*vg.Inch, 5*vg.Inch)
 	pl.Draw(draw.New(img))
 	return save(img, file)

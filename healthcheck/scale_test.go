@@ -1,0 +1,168 @@
+package healthcheck
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/directord/directord/config"
+)
+
+// farmEnv makes the test binary an HTTPS server on loopback (see
+// TestFarmProcess): the checker's CPU is then its process's alone.
+const farmEnv = "DIRECTORD_TEST_FARM"
+
+// TestFarmProcess is not a test: run with farmEnv set, it serves /healthz
+// over HTTPS (ECDSA P-256, X25519) on 127.0.0.1, prints its port and
+// serves until its standard input closes.
+func TestFarmProcess(t *testing.T) {
+	if os.Getenv(farmEnv) == "" {
+		t.Skip("the helper process of BenchmarkChecks10k")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "farm"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler:  http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }),
+		ErrorLog: log.New(io.Discard, "", 0),
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
+			CurvePreferences: []tls.CurveID{tls.X25519}},
+	}
+	go srv.ServeTLS(ln, "", "")
+	fmt.Println(ln.Addr().(*net.TCPAddr).Port)
+	io.Copy(io.Discard, os.Stdin)
+}
+
+// BenchmarkChecks10k runs 10,000 SSL_GET checks every 2 s (5,000 probes a
+// second wanted) on the host, against an HTTPS server in a process of its
+// own, and reports the checker's CPU (this process), probes per second,
+// CPU per probe and memory over 20 s. keepalived's checker cannot run
+// here (it needs IPVS): this is directord alone, on a real kernel, where
+// the guest's benchmark cannot go.
+func BenchmarkChecks10k(b *testing.B) {
+	if testing.Short() {
+		b.Skip("20 s of two busy processes")
+	}
+	farm := exec.Command(os.Args[0], "-test.run", "^TestFarmProcess$")
+	farm.Env = append(os.Environ(), farmEnv+"=1")
+	stdin, err := farm.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := farm.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := farm.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer farm.Wait()
+	defer stdin.Close()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		b.Fatalf("farm: %q", line)
+	}
+	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+	cfg := &config.Config{}
+	for range 100 {
+		vs := &config.VirtualServer{}
+		for range 100 {
+			c := &config.Checker{Type: "SSL_GET", ConnectTimeout: 2 * time.Second, Retry: 1,
+				DelayLoop: 2 * time.Second, DelayBeforeRetry: time.Second,
+				HTTP: &config.HTTPCheck{URLs: []*config.URL{{Path: "/healthz", StatusCodes: []config.StatusRange{{Min: 200, Max: 200}}}}}}
+			vs.RealServers = append(vs.RealServers, &config.RealServer{Addr: addr, Weight: 1, Checkers: []*config.Checker{c}})
+		}
+		cfg.VirtualServers = append(cfg.VirtualServers, vs)
+	}
+	lim := syscall.Rlimit{Cur: 1 << 16, Max: 1 << 16}
+	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	for b.Loop() {
+		r, err := New(cfg, func(Event) {}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var probes, failed atomic.Int64
+		r.OnResult = func(_ *Check, res Result) {
+			probes.Add(1)
+			if res.Outcome != Up {
+				failed.Add(1)
+			}
+		}
+		ctx, cancel := context.WithCancel(b.Context())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		// Every check probed once (the first probes spread over 2 s).
+		for deadline := time.Now().Add(time.Minute); probes.Load() < 10000 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+		c0, n0, f0, t0 := selfCPU(), probes.Load(), failed.Load(), time.Now()
+		time.Sleep(20 * time.Second)
+		c1, n1, f1, t1 := selfCPU(), probes.Load(), failed.Load(), time.Now()
+		rss := selfRSS()
+		cancel()
+		<-done
+		win := t1.Sub(t0).Seconds()
+		b.ReportMetric((c1-c0).Seconds()/win, "cpu-s/s")
+		b.ReportMetric(float64(n1-n0)/win, "checks/s")
+		b.ReportMetric(float64(f1-f0)/win, "failed/s")
+		if n1 > n0 {
+			b.ReportMetric((c1-c0).Seconds()*1e3/float64(n1-n0), "cpu-ms/check")
+		}
+		b.ReportMetric(rss, "rss-MB")
+	}
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// selfRSS is this process's resident memory, in MB.
+func selfRSS() float64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
