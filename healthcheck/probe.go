@@ -105,6 +105,9 @@ func closeNow(c net.Conn) {
 // proves nothing. (No route, ENETUNREACH, may be a remote router's answer:
 // it is a silent failure that EgressDown judges.)
 func LocalFault(err error) bool {
+	if errors.Is(err, errNoSlot) {
+		return true
+	}
 	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
 		syscall.ENETDOWN, syscall.EADDRNOTAVAIL, syscall.EADDRINUSE, syscall.EPERM} {
 		if errors.Is(err, e) {
@@ -174,6 +177,9 @@ type HTTP struct {
 	URLs   []*config.URL
 	Host   string // the Host header unless a URL has its own virtualhost
 	proto  string // HTTP/1.0, or HTTP/1.1 with http_protocol 1.1
+	// SlotWait bounds the wait for a handshake slot: the checker's
+	// delay_loop (its next probe is due by then), at least 1 s.
+	SlotWait time.Duration
 }
 
 // NewHTTP makes the prober of an HTTP_GET or SSL_GET checker; ca is the
@@ -181,7 +187,7 @@ type HTTP struct {
 func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error) {
 	t := TargetOf(c, rs)
 	h := c.HTTP
-	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost}
+	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost, SlotWait: max(c.DelayLoop, time.Second)}
 	if p.Host == "" {
 		p.Host = rs.VirtualHost
 	}
@@ -245,9 +251,19 @@ func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every path below ends in stop(), directly or through closeNow or
+	// the stoppable's Close: ctx is the checks' own, which lives on.
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
+	// setDeadline sets the connection's deadline, unless ctx has ended:
+	// the AfterFunc's "now" must not be overwritten.
+	setDeadline := func(d time.Time) {
+		raw.SetDeadline(d)
+		if ctx.Err() != nil {
+			raw.SetDeadline(time.Now())
+		}
+	}
 	if p.TLS == nil {
-		raw.SetDeadline(deadline)
+		setDeadline(deadline)
 		return &stoppable{raw, stop}, nil
 	}
 	// The handshake is the CPU-heavy part of a check: a bounded number at
@@ -256,16 +272,23 @@ func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
 	case handshakes <- struct{}{}:
 	default:
 		queued := time.Now()
+		wait := time.NewTimer(max(p.SlotWait, time.Second))
 		select {
 		case handshakes <- struct{}{}:
+			wait.Stop()
 			deadline = deadline.Add(time.Since(queued))
+		case <-wait.C:
+			stop()
+			closeNow(raw)
+			return nil, errNoSlot
 		case <-ctx.Done():
+			wait.Stop()
 			stop()
 			closeNow(raw)
 			return nil, ctx.Err()
 		}
 	}
-	raw.SetDeadline(deadline)
+	setDeadline(deadline)
 	c := tls.Client(raw, p.TLS)
 	err = c.Handshake()
 	<-handshakes
@@ -279,6 +302,10 @@ func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
 	}
 	return &stoppable{c, stop}, nil
 }
+
+// errNoSlot: no handshake slot came within the probe's SlotWait. The
+// director is short of CPU; that says nothing of the real server.
+var errNoSlot = errors.New("no TLS handshake slot in time: this director is short of CPU")
 
 // stoppable is a probe's connection with its context watch, undone at
 // close.

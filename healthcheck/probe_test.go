@@ -383,17 +383,46 @@ func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
 	for range cap(handshakes) {
 		handshakes <- struct{}{}
 	}
-	release := time.AfterFunc(3*c.ConnectTimeout, func() {
+	drain := func() {
 		for range cap(handshakes) {
 			<-handshakes
 		}
+	}
+	release := time.AfterFunc(3*c.ConnectTimeout, drain)
+	t.Cleanup(func() {
+		if release.Stop() { // the probe returned early: free the slots for the other tests
+			drain()
+		}
 	})
-	defer release.Stop()
 	r := probe(t, p)
 	if r.Outcome != Up {
 		t.Errorf("after waiting for a slot: %s %q", r.Outcome, r.Reason)
 	}
 	if r.Latency < 3*c.ConnectTimeout {
 		t.Errorf("latency %v: the probe did not wait for a slot", r.Latency)
+	}
+}
+
+// TestNoHandshakeSlotIsUnknown: a probe that gets no handshake slot within
+// its SlotWait is unknown (the director is short of CPU), not down.
+func TestNoHandshakeSlotIsUnknown(t *testing.T) {
+	s := newServer(t, true)
+	c, rs := httpChecker("SSL_GET", s, url("/ok"))
+	p, err := NewHTTP(c, rs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SlotWait = time.Second
+	for range cap(handshakes) {
+		handshakes <- struct{}{}
+	}
+	t.Cleanup(func() {
+		for range cap(handshakes) {
+			<-handshakes
+		}
+	})
+	r := probe(t, p)
+	if r.Outcome != Unknown || !strings.Contains(r.Reason, "short of CPU") {
+		t.Errorf("no slot: %s %q", r.Outcome, r.Reason)
 	}
 }
