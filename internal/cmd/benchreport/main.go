@@ -242,7 +242,7 @@ func (r *results) rows() []row {
 		how := map[string]string{"SyncServices": "one pool compared (a health verdict)", "Sync": "the whole table compared"}[mode]
 		x = r.pair("IPVS: one weight changed in that table, "+how, "KernelOneChange/"+mode, "ms/change", "KernelOneChange/"+mode, "ipvsadm-e-ms/change", "`ipvsadm -e`", "ms", 1)
 		x.guest = true
-		x.why = "one netlink exchange in the guest, where a system call costs about 130 us and the host's load moves times threefold; the diff itself takes 3 us on the host"
+		x.why = "one netlink exchange in the guest, where a system call costs about 130 us and the host's load moves times threefold; the diff itself takes a few us on the host"
 		r.atMost(&x, 5, "ms", "")
 		add(x)
 	}
