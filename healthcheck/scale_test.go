@@ -3,16 +3,10 @@ package healthcheck
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
@@ -26,6 +20,7 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/testcert"
 )
 
 // farmEnv makes the test binary an HTTPS server on loopback (see
@@ -39,14 +34,7 @@ func TestFarmProcess(t *testing.T) {
 	if os.Getenv(farmEnv) == "" {
 		t.Skip("the helper process of BenchmarkChecks10k")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "farm"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	cert, err := testcert.Server("farm.test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +45,7 @@ func TestFarmProcess(t *testing.T) {
 	srv := &http.Server{
 		Handler:  http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }),
 		ErrorLog: log.New(io.Discard, "", 0),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert},
 			CurvePreferences: []tls.CurveID{tls.X25519}},
 	}
 	go srv.ServeTLS(ln, "", "")

@@ -1,16 +1,10 @@
 package lvs
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +20,7 @@ import (
 	"time"
 
 	"github.com/directord/directord/internal/nstest"
+	"github.com/directord/directord/internal/testcert"
 	"github.com/directord/directord/internal/testconf"
 	"github.com/directord/directord/ipvs"
 )
@@ -65,32 +60,14 @@ func newFarm(b *testing.B, s *nstest.Scope, ns *nstest.NS) *farm {
 	// An ECDSA P-256 certificate and X25519: the cheapest handshake for
 	// the server, which shares the guest's one CPU with the checkers it
 	// serves (httptest's own RSA key costs it a millisecond a handshake).
-	f.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ecdsaCert(b)}, CurvePreferences: []tls.CurveID{tls.X25519}}
+	cert, err := testcert.Server("farm.bench.example")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, CurvePreferences: []tls.CurveID{tls.X25519}}
 	f.srv.StartTLS()
 	s.Cleanup(f.srv.Close)
 	return f
-}
-
-// ecdsaCert is a self-signed ECDSA P-256 certificate for the farm.
-func ecdsaCert(b *testing.B) tls.Certificate {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano()),
-		Subject:      pkix.Name{CommonName: "farm.bench.example"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // cpu is the CPU time of a process and its children so far.

@@ -90,19 +90,28 @@ func tableKey(v int) ipvs.ServiceKey {
 	return ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort(testconf.CheckedVS(v)+":443"))
 }
 
-func tableOnce(b *testing.B, who, bin string, vs, rs int) (start, reload, cpuReload time.Duration) {
-	s := &nstest.Scope{TB: b}
-	defer s.Close()
-	ns := nstest.New(s, name(b, "tb"))
-	file := filepath.Join(s.TempDir(), "keepalived.conf")
+// tableScope is a namespace with testconf.Table(vs, rs, false) in a file
+// and an IPVS client into the namespace, for one round.
+func tableScope(b *testing.B, role string, vs, rs int) (s *nstest.Scope, ns *nstest.NS, file string, k *ipvs.Client) {
+	s = &nstest.Scope{TB: b}
+	ns = nstest.New(s, name(b, role))
+	file = filepath.Join(s.TempDir(), "keepalived.conf")
 	if err := os.WriteFile(file, []byte(testconf.Table(vs, rs, false)), 0o644); err != nil {
+		s.Close()
 		b.Fatal(err)
 	}
 	k, err := ipvs.Dial(&ipvs.Options{NetNS: int(ns.NS)})
 	if err != nil {
+		s.Close()
 		b.Fatal(err)
 	}
-	defer k.Close()
+	s.Cleanup(func() { k.Close() })
+	return s, ns, file, k
+}
+
+func tableOnce(b *testing.B, who, bin string, vs, rs int) (start, reload, cpuReload time.Duration) {
+	s, ns, file, k := tableScope(b, "tb", vs, rs)
+	defer s.Close()
 	t0 := time.Now()
 	p := daemon(s, ns, who, bin, file)
 	waitTable(b, k, vs, rs, 5*time.Minute)
@@ -148,18 +157,8 @@ func tableOnce(b *testing.B, who, bin string, vs, rs int) (start, reload, cpuRel
 }
 
 func idleOnce(b *testing.B, who, bin string, vs, rs int) float64 {
-	s := &nstest.Scope{TB: b}
+	s, ns, file, k := tableScope(b, "id", vs, rs)
 	defer s.Close()
-	ns := nstest.New(s, name(b, "id"))
-	file := filepath.Join(s.TempDir(), "keepalived.conf")
-	if err := os.WriteFile(file, []byte(testconf.Table(vs, rs, false)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	k, err := ipvs.Dial(&ipvs.Options{NetNS: int(ns.NS)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer k.Close()
 	p := daemon(s, ns, who, bin, file)
 	waitTable(b, k, vs, rs, 5*time.Minute)
 	time.Sleep(5 * time.Second)

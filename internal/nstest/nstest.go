@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -522,6 +523,23 @@ func (w *Watch) Times(addr string, since time.Time) []time.Time {
 		}
 	}
 	return out
+}
+
+// GapP99 is the 99th percentile of the gaps between the frames about addr
+// seen since since, less the interval they should keep; it fails t when
+// fewer than 10 were seen.
+func (w *Watch) GapP99(t TB, addr string, since time.Time, interval time.Duration) time.Duration {
+	t.Helper()
+	times := w.Times(addr, since)
+	if len(times) < 10 {
+		t.Fatalf("only %d frames about %s seen", len(times), addr)
+	}
+	gaps := make([]time.Duration, 0, len(times)-1)
+	for i := 1; i < len(times); i++ {
+		gaps = append(gaps, times[i].Sub(times[i-1]))
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)*99/100] - interval
 }
 
 // Instance is a one-instance VRRP configuration (VI_1, VRID 51) for tests;
