@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,15 +135,6 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 			return exitFailure
 		}
 		defer os.Remove(o.pidFile)
-	}
-	// With one CPU, Go runs one goroutine at a time and looks at its timers
-	// only when that goroutine yields: an advert due while a health
-	// check's handshake runs would wait for it (up to the runtime's 10 ms
-	// preemption). A second P runs the advert's goroutine at once, the
-	// kernel sharing the CPU between the two threads. (More CPUs: the
-	// runtime's own choice stands.)
-	if runtime.GOMAXPROCS(0) < 2 {
-		runtime.GOMAXPROCS(2)
 	}
 	// Adverts must leave on time on a busy host, or a backup takes the VIP
 	// of a master that is only slow.
