@@ -23,24 +23,32 @@ import (
 	"github.com/directord/directord/internal/testcert"
 )
 
-// farmEnv makes the test binary an HTTPS server on loopback (see
-// TestFarmProcess): the checker's CPU is then its process's alone.
+// farmEnv makes the test binary an HTTPS server on loopback instead of
+// running tests (see serveFarm): BenchmarkChecks10k's checker then has
+// its process's CPU to itself.
 const farmEnv = "DIRECTORD_TEST_FARM"
 
-// TestFarmProcess is not a test: run with farmEnv set, it serves /healthz
-// over HTTPS (ECDSA P-256, X25519) on 127.0.0.1, prints its port and
-// serves until its standard input closes.
-func TestFarmProcess(t *testing.T) {
-	if os.Getenv(farmEnv) == "" {
-		t.Skip("the helper process of BenchmarkChecks10k")
+func TestMain(m *testing.M) {
+	if os.Getenv(farmEnv) != "" {
+		if err := serveFarm(); err != nil {
+			fmt.Fprintln(os.Stderr, "farm:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// serveFarm serves /healthz over HTTPS (ECDSA P-256, X25519) on
+// 127.0.0.1, prints its port and serves until its standard input closes.
+func serveFarm() error {
 	cert, err := testcert.Server("farm.test")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	srv := &http.Server{
 		Handler:  http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }),
@@ -51,6 +59,7 @@ func TestFarmProcess(t *testing.T) {
 	go srv.ServeTLS(ln, "", "")
 	fmt.Println(ln.Addr().(*net.TCPAddr).Port)
 	io.Copy(io.Discard, os.Stdin)
+	return nil
 }
 
 // BenchmarkChecks10k runs 10,000 SSL_GET checks every 2 s (5,000 probes a
@@ -60,10 +69,7 @@ func TestFarmProcess(t *testing.T) {
 // here (it needs IPVS): this is directord alone, on a real kernel, where
 // the guest's benchmark cannot go.
 func BenchmarkChecks10k(b *testing.B) {
-	if testing.Short() {
-		b.Skip("20 s of two busy processes")
-	}
-	farm := exec.Command(os.Args[0], "-test.run", "^TestFarmProcess$")
+	farm := exec.Command(os.Args[0])
 	farm.Env = append(os.Environ(), farmEnv+"=1")
 	stdin, err := farm.StdinPipe()
 	if err != nil {
