@@ -68,6 +68,9 @@ type LVS struct {
 	// syncdOK is false while the sync daemons are not as wanted: the
 	// resync tries again.
 	syncdOK bool
+	// flush ends the run of a sync daemon's role a transition took away
+	// (SyncDaemons.Next).
+	flush *time.Timer
 
 	ops, opErrors atomic.Uint64
 	lastSync      atomic.Int64 // unix nanoseconds
@@ -226,6 +229,9 @@ func (l *LVS) Run(ctx context.Context) error {
 			l.log.Error("lvs_timeouts", "err", err)
 		}
 	}
+	l.flush = time.NewTimer(time.Hour)
+	l.flush.Stop()
+	defer l.flush.Stop()
 	l.syncdOK = l.syncState()
 
 	resync := time.NewTicker(l.Resync)
@@ -239,6 +245,8 @@ func (l *LVS) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return l.stop()
 		case <-l.kick:
+			l.syncdOK = l.syncState()
+		case <-l.flush.C:
 			l.syncdOK = l.syncState()
 		case <-resync.C:
 			l.rec.Invalidate()
@@ -320,7 +328,11 @@ func (l *LVS) syncState() bool {
 	if !ok {
 		st = vrrp.Backup
 	}
-	if err := l.syncd.SetState(st); err != nil {
+	err := l.syncd.SetState(st)
+	if next := l.syncd.Next(); !next.IsZero() {
+		l.flush.Reset(max(0, time.Until(next)))
+	}
+	if err != nil {
 		l.log.Error("ipvs sync daemon", "err", err)
 		return false
 	}
@@ -357,6 +369,12 @@ func (l *LVS) stop() error {
 		res, err := l.rec.Sync(ipvs.Table{})
 		l.log.Info("removing directord's virtual servers", "operations", len(res.Ops))
 		errs = append(errs, err)
+	}
+	if d := l.syncd.FlushWait(); d > 0 {
+		// The peer taking over needs the connections of our last
+		// seconds, which the kernel sends within this.
+		l.log.Info("letting the IPVS sync daemon send its last connections", "wait", d.String())
+		time.Sleep(d)
 	}
 	errs = append(errs, l.syncd.Stop())
 	return errors.Join(errs...)

@@ -125,6 +125,11 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		l.Observe(vrrp.Event{Instance: "VI_1", From: vrrp.Backup, To: vrrp.Master})
 		l.Observe(vrrp.Event{Instance: "VI_other", From: vrrp.Backup, To: vrrp.Fault})
 		synctest.Wait()
+		if len(k.running) != 2 {
+			t.Errorf("just master: %v, want the backup daemon beside the master's for SyncFlush", k.running)
+		}
+		time.Sleep(SyncFlush)
+		synctest.Wait()
 		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
 			t.Errorf("master: %v, want the master daemon alone", k.running)
 		}
@@ -163,8 +168,14 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		l.Report(ctx, 0, 1, RealState{Alive: true, Weight: 2})
 		synctest.Wait()
 
+		// A master's stop gives the kernel SyncFlush to send its last
+		// connections to the backup taking over.
+		stopping := time.Now()
 		if err := stop(); err != nil {
 			t.Fatal(err)
+		}
+		if took := time.Since(stopping); took != SyncFlush {
+			t.Errorf("a master's stop took %v, want SyncFlush", took)
 		}
 		if got := k.lines(); len(got) != 0 {
 			t.Errorf("after stop %q: directord's virtual servers must go, as keepalived's", got)

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
@@ -65,27 +66,45 @@ vrrp_instance VI_1 {
 `)
 	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
 	s := NewSyncDaemons(k, cfg.Global.SyncDaemon, nil)
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
 	if s.Instance() != "VI_1" {
 		t.Fatalf("instance %q", s.Instance())
+	}
+	later := func(d time.Duration) func() error {
+		return func() error { now = now.Add(d); return s.Apply() }
 	}
 	steps := []struct {
 		do   func() error
 		want []string
+		next time.Duration // Next, from now; 0 for none
 	}{
-		{s.Apply, []string{"start backup sync daemon on eth1 syncid 7"}},
-		{s.Apply, nil}, // nothing changes what is right
+		{s.Apply, []string{"start backup sync daemon on eth1 syncid 7"}, 0},
+		{s.Apply, nil, 0}, // nothing changes what is right
+		// Master: the backup daemon goes SyncFlush later, so that it hears
+		// the old master's last connections.
 		{func() error { return s.SetState(vrrp.Master) }, []string{
-			"stop backup", "start master sync daemon on eth1 syncid 7"}},
-		{func() error { return s.SetState(vrrp.Master) }, nil},
-		{func() error { return s.Reload(cfg.Global.SyncDaemon) }, nil}, // a reload that changes nothing
+			"start master sync daemon on eth1 syncid 7"}, SyncFlush},
+		{func() error { return s.SetState(vrrp.Master) }, nil, SyncFlush},
+		{later(SyncFlush - time.Millisecond), nil, time.Millisecond},
+		{later(time.Millisecond), []string{"stop backup"}, 0},
+		{func() error { return s.Reload(cfg.Global.SyncDaemon) }, nil, 0}, // a reload that changes nothing
+		// Out of master: the master daemon sends what it gathered.
 		{func() error { return s.SetState(vrrp.Fault) }, []string{
-			"stop master", "start backup sync daemon on eth1 syncid 7"}},
+			"start backup sync daemon on eth1 syncid 7"}, SyncFlush},
+		{later(time.Second), nil, SyncFlush - time.Second},
+		// Back to master within it: the master daemon goes on, the backup
+		// daemon lingers in turn.
+		{func() error { return s.SetState(vrrp.Master) }, nil, SyncFlush},
+		{func() error { return s.SetState(vrrp.Backup) }, nil, SyncFlush},
+		// A reload that changes the daemons ends what lingers: a daemon
+		// started anew has nothing to send.
 		{func() error {
 			c := *cfg.Global.SyncDaemon
 			c.SyncID = 8
 			return s.Reload(&c)
-		}, []string{"stop backup", "start backup sync daemon on eth1 syncid 8"}},
-		{s.Stop, []string{"stop backup"}},
+		}, []string{"stop master", "stop backup", "start backup sync daemon on eth1 syncid 8"}, 0},
+		{s.Stop, []string{"stop backup"}, 0},
 	}
 	for i, st := range steps {
 		k.log = nil
@@ -95,6 +114,66 @@ vrrp_instance VI_1 {
 		if !reflect.DeepEqual(k.log, st.want) {
 			t.Errorf("step %d:\n got %q\nwant %q", i, k.log, st.want)
 		}
+		var next time.Duration
+		if n := s.Next(); !n.IsZero() {
+			next = n.Sub(now)
+		}
+		if next != st.next {
+			t.Errorf("step %d: next in %v, want %v", i, next, st.next)
+		}
+	}
+}
+
+// TestSyncDaemonsFlushWait: a stop waits for the master daemon's last
+// connections only on a master or one that was within SyncFlush.
+func TestSyncDaemonsFlushWait(t *testing.T) {
+	cfg := parse(t, `
+global_defs {
+    lvs_sync_daemon eth1 VI_1
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    virtual_ipaddress {
+        192.0.2.1
+    }
+}
+`)
+	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
+	s := NewSyncDaemons(k, cfg.Global.SyncDaemon, nil)
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Apply())
+	if w := s.FlushWait(); w != 0 {
+		t.Errorf("backup: wait %v", w)
+	}
+	must(s.SetState(vrrp.Master))
+	if w := s.FlushWait(); w != SyncFlush {
+		t.Errorf("master: wait %v", w)
+	}
+	must(s.SetState(vrrp.Backup))
+	now = now.Add(time.Second)
+	if w := s.FlushWait(); w != SyncFlush-time.Second {
+		t.Errorf("a second after master: wait %v", w)
+	}
+	now = now.Add(SyncFlush)
+	must(s.Apply())
+	if w := s.FlushWait(); w != 0 || len(k.running) != 1 {
+		t.Errorf("long after master: wait %v, running %v", w, k.running)
+	}
+	// Without an instance the daemons run all along: no transition to
+	// wait for.
+	cfg.Global.SyncDaemon.Instance = ""
+	s = NewSyncDaemons(&fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}, cfg.Global.SyncDaemon, nil)
+	must(s.SetState(vrrp.Master))
+	if w := s.FlushWait(); w != 0 {
+		t.Errorf("no instance: wait %v", w)
 	}
 }
 
