@@ -118,26 +118,26 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		if len(k.timeouts) != 1 || k.timeouts[0] != (ipvs.Timeouts{TCP: 900 * time.Second, UDP: time.Minute}) {
 			t.Errorf("timeouts %+v", k.timeouts)
 		}
-		if _, ok := k.running[ipvs.SyncBackup]; !ok || len(k.running) != 1 {
-			t.Errorf("before any transition: %v, want the backup daemon", k.running)
+		if _, ok := k.snapshot()[ipvs.SyncBackup]; !ok || len(k.snapshot()) != 1 {
+			t.Errorf("before any transition: %v, want the backup daemon", k.snapshot())
 		}
 
 		l.Observe(vrrp.Event{Instance: "VI_1", From: vrrp.Backup, To: vrrp.Master})
 		l.Observe(vrrp.Event{Instance: "VI_other", From: vrrp.Backup, To: vrrp.Fault})
 		synctest.Wait()
-		if len(k.running) != 2 {
-			t.Errorf("just master: %v, want the backup daemon beside the master's for SyncFlush", k.running)
+		if len(k.snapshot()) != 2 {
+			t.Errorf("just master: %v, want the backup daemon beside the master's for SyncFlush", k.snapshot())
 		}
 		time.Sleep(SyncFlush)
 		synctest.Wait()
-		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
-			t.Errorf("master: %v, want the master daemon alone", k.running)
+		if _, ok := k.snapshot()[ipvs.SyncMaster]; !ok || len(k.snapshot()) != 1 {
+			t.Errorf("master: %v, want the master daemon alone", k.snapshot())
 		}
 		// VRRP stopping (shutdown) leaves the daemons to the LVS's stop.
 		l.Observe(vrrp.Event{Instance: "VI_1", From: vrrp.Master, To: vrrp.Initialize})
 		synctest.Wait()
-		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
-			t.Errorf("after VI_1 stopped: %v, want the master daemon still", k.running)
+		if _, ok := k.snapshot()[ipvs.SyncMaster]; !ok || len(k.snapshot()) != 1 {
+			t.Errorf("after VI_1 stopped: %v, want the master daemon still", k.snapshot())
 		}
 
 		// Someone deletes a destination; the next resync puts it back.
@@ -180,8 +180,8 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		if got := k.lines(); len(got) != 0 {
 			t.Errorf("after stop %q: directord's virtual servers must go, as keepalived's", got)
 		}
-		if len(k.running) != 0 {
-			t.Errorf("sync daemons still running: %v", k.running)
+		if len(k.snapshot()) != 0 {
+			t.Errorf("sync daemons still running: %v", k.snapshot())
 		}
 	})
 }

@@ -177,16 +177,16 @@ vrrp_instance VI_2 {
 		ctx, stop := running(t, l)
 		l.Observe(vrrp.Event{Instance: "VI_2", From: vrrp.Backup, To: vrrp.Master})
 		synctest.Wait()
-		if _, ok := k.running[ipvs.SyncBackup]; !ok || len(k.running) != 1 {
-			t.Fatalf("following VI_1 (backup): %v", k.running)
+		if _, ok := k.snapshot()[ipvs.SyncBackup]; !ok || len(k.snapshot()) != 1 {
+			t.Fatalf("following VI_1 (backup): %v", k.snapshot())
 		}
 		moved := strings.Replace(lvsConf, "lvs_sync_daemon eth1 VI_1", "lvs_sync_daemon eth1 VI_2", 1) + second
 		if _, err := l.Reload(ctx, parse(t, moved), nil); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if _, ok := k.running[ipvs.SyncMaster]; !ok || len(k.running) != 1 {
-			t.Errorf("following VI_2 (master): %v, want the master daemon alone", k.running)
+		if _, ok := k.snapshot()[ipvs.SyncMaster]; !ok || len(k.snapshot()) != 1 {
+			t.Errorf("following VI_2 (master): %v, want the master daemon alone", k.snapshot())
 		}
 		stop()
 	})

@@ -1,8 +1,10 @@
 package director
 
 import (
+	"maps"
 	"net/netip"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,11 +15,21 @@ import (
 // fakeSync is the kernel's pair of sync daemons, filling in its defaults
 // as the kernel does.
 type fakeSync struct {
+	smu     sync.Mutex // for tests that read running while an LVS runs
 	running map[ipvs.SyncState]ipvs.SyncDaemon
 	log     []string
 }
 
+// snapshot is a copy of running.
+func (f *fakeSync) snapshot() map[ipvs.SyncState]ipvs.SyncDaemon {
+	f.smu.Lock()
+	defer f.smu.Unlock()
+	return maps.Clone(f.running)
+}
+
 func (f *fakeSync) SyncDaemons() ([]ipvs.SyncDaemon, error) {
+	f.smu.Lock()
+	defer f.smu.Unlock()
 	var out []ipvs.SyncDaemon
 	for _, st := range []ipvs.SyncState{ipvs.SyncMaster, ipvs.SyncBackup} {
 		if d, ok := f.running[st]; ok {
@@ -28,6 +40,8 @@ func (f *fakeSync) SyncDaemons() ([]ipvs.SyncDaemon, error) {
 }
 
 func (f *fakeSync) StartSyncDaemon(d ipvs.SyncDaemon) error {
+	f.smu.Lock()
+	defer f.smu.Unlock()
 	if d.MaxLen == 0 {
 		d.MaxLen = 1472
 	}
@@ -46,6 +60,8 @@ func (f *fakeSync) StartSyncDaemon(d ipvs.SyncDaemon) error {
 }
 
 func (f *fakeSync) StopSyncDaemon(st ipvs.SyncState) error {
+	f.smu.Lock()
+	defer f.smu.Unlock()
 	delete(f.running, st)
 	f.log = append(f.log, "stop "+st.String())
 	return nil
