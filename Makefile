@@ -97,7 +97,8 @@ bench-ipvs:
 ## bench-lvs: the daemons beside keepalived in the guest: health checks
 ## (BENCH_SIZES, "VSxRS ..."), the IPVS work of start, reload and idle
 ## memory, adverts under check load. BENCH_ONLY narrows it to one of them
-## (a -test.bench pattern); BENCH_WRAP="strace -f -c -o F" wraps the daemons.
+## (a -test.bench pattern); BENCH_WRAP="strace -f -c -o F" wraps the daemons;
+## BENCH_WHO=directord (or keepalived) measures one of them alone.
 BENCH_SIZES ?= 4x5 5x10 10x10 10x20 20x20
 BENCH_ONLY ?= ChecksBesideKeepalived|DaemonsBesideKeepalived|AdvertsUnderChecks
 bench-lvs:
@@ -105,7 +106,7 @@ bench-lvs:
 	@mkdir -p $(UML_BIN)
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
 	$(GO) test -c -o $(UML_BIN)/integration-lvs.test ./integration/lvs
-	integration/uml/run.sh -m 4096M -t 3600 -e "BENCH_WRAP=$${BENCH_WRAP:-}" -e "BENCH_SIZES=$(BENCH_SIZES)" \
+	integration/uml/run.sh -m 4096M -t 3600 -e "BENCH_WRAP=$${BENCH_WRAP:-}" -e "BENCH_SIZES=$(BENCH_SIZES)" -e "BENCH_WHO=$${BENCH_WHO:-}" \
 		-C integration/lvs -- ../../$(UML_BIN)/integration-lvs.test \
 		-test.run '^$$' -test.bench '$(BENCH_ONLY)' -test.benchtime 1x -test.timeout 3500s
 

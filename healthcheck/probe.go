@@ -245,12 +245,15 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 // director checks less often, where counting it would time out every
 // handshake at once, fail healthy servers and add retries to the load.
 func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
+	dialed := time.Now()
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	raw, err := p.Target.dial(dctx)
 	cancel()
 	if err != nil {
 		return nil, err
 	}
+	connected := time.Now()
+	var queuedFor time.Duration
 	// Every path below ends in stop(), directly or through closeNow or
 	// the stoppable's Close: ctx is the checks' own, which lives on.
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
@@ -276,7 +279,8 @@ func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
 		select {
 		case handshakes <- struct{}{}:
 			wait.Stop()
-			deadline = deadline.Add(time.Since(queued))
+			queuedFor = time.Since(queued)
+			deadline = deadline.Add(queuedFor)
 		case <-wait.C:
 			stop()
 			closeNow(raw)
@@ -290,6 +294,7 @@ func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
 	}
 	setDeadline(deadline)
 	c := tls.Client(raw, p.TLS)
+	began := time.Now()
 	err = c.Handshake()
 	<-handshakes
 	if err != nil {
@@ -298,7 +303,9 @@ func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, &tlsError{err}
+		// Where the time went, for a timeout: the server's handshake, or
+		// this director's wait for its connection and its CPU.
+		return nil, &tlsError{err: err, took: time.Since(began), connect: connected.Sub(dialed), queued: queuedFor}
 	}
 	return &stoppable{c, stop}, nil
 }
@@ -339,8 +346,27 @@ func (t Target) dial(ctx context.Context) (*net.TCPConn, error) {
 // handshakes bounds the TLS handshakes in flight, across all checks.
 var handshakes = make(chan struct{}, 32)
 
-// tlsError marks a handshake failure, to say so in the reason.
-type tlsError struct{ err error }
+// tlsError marks a handshake failure, to say so in the reason, with
+// where the time went.
+type tlsError struct {
+	err                   error
+	took, connect, queued time.Duration
+}
+
+// timing says, for a timeout, how long the connection, the wait for a
+// handshake slot and the handshake took: "connected in 2ms, handshake
+// 998ms"; "" for another failure.
+func (e *tlsError) timing() string {
+	if !errors.Is(e.err, context.DeadlineExceeded) && !errors.Is(e.err, os.ErrDeadlineExceeded) {
+		return ""
+	}
+	r := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	s := "connected in " + r(e.connect)
+	if e.queued > 0 {
+		s += ", waited " + r(e.queued) + " for a handshake slot"
+	}
+	return s + ", handshake " + r(e.took)
+}
 
 func (e *tlsError) Error() string { return e.err.Error() }
 func (e *tlsError) Unwrap() error { return e.err }
@@ -391,10 +417,14 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 	if err != nil {
 		what := "GET " + path
 		var te *tlsError
-		if errors.As(err, &te) {
-			what = "TLS handshake"
+		if !errors.As(err, &te) {
+			return failure(start, what, err), false
 		}
-		return failure(start, what, err), false
+		r := failure(start, "TLS handshake", err)
+		if t := te.timing(); t != "" {
+			r.Reason += " (" + t + ")"
+		}
+		return r, false
 	}
 	defer closeNow(conn)
 	if _, err := fmt.Fprintf(conn, "GET %s %s\r\nHost: %s\r\nUser-Agent: directord-healthcheck\r\nConnection: close\r\n\r\n",

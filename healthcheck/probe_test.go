@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -197,6 +198,38 @@ func TestSSLProbeFailures(t *testing.T) {
 	p, _ = NewHTTP(c, rs, "") // the system's roots do not know it
 	if r := probe(t, p); r.Outcome != Down || !strings.Contains(r.Reason, "certificate") {
 		t.Errorf("unknown CA: %s %q", r.Outcome, r.Reason)
+	}
+}
+
+// TestSSLTimeoutSaysWhereTheTimeWent: a server that accepts and never
+// answers the handshake times the probe out, and the reason says the
+// connection was quick and the handshake took the time: the server's
+// side, not this director's.
+func TestSSLTimeoutSaysWhereTheTimeWent(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held, never answered
+		}
+	}()
+	c := &config.Checker{Type: "SSL_GET", ConnectTimeout: 200 * time.Millisecond,
+		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/ok")}}}
+	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := probe(t, p)
+	re := regexp.MustCompile(`^TLS handshake: timed out \(connected in [0-9.]+[µm]?s, handshake [0-9.]+m?s\)$`)
+	if r.Outcome != Down || !r.Silent || !re.MatchString(r.Reason) {
+		t.Errorf("%s silent %v %q, want down, silent, %v", r.Outcome, r.Silent, r.Reason, re)
 	}
 }
 

@@ -142,6 +142,15 @@ func contains(s []int, v int) bool {
 	return false
 }
 
+// benchWho is the daemons to measure: BENCH_WHO ("directord" or
+// "keepalived", for an experiment on one of them), or both.
+func benchWho() []string {
+	if w := os.Getenv("BENCH_WHO"); w != "" {
+		return strings.Fields(w)
+	}
+	return []string{"directord", "keepalived"}
+}
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -171,7 +180,7 @@ func BenchmarkChecksBesideKeepalived(b *testing.B) {
 			b.Fatalf("BENCH_SIZES: %q is not VSxRS", size)
 		}
 		conf := testconf.Checked(nVS, nRS)
-		for _, who := range []string{"directord", "keepalived"} {
+		for _, who := range benchWho() {
 			b.Run(fmt.Sprintf("rs=%d/%s", nVS*nRS, who), func(b *testing.B) {
 				for b.Loop() {
 					measureChecks(b, who, bin, conf, nVS, nRS)

@@ -246,6 +246,9 @@ func Start(t TB, ns *NS, argv ...string) *Process {
 	}
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
+		if t.Failed() {
+			logTopCPU(t) // before the stops, while they run
+		}
 		p.Stop(10 * time.Second)
 		if t.Failed() || verbose() {
 			t.Logf("%s in %s:\n%s", filepath.Base(argv[0]), ns.Name, p.out.String())
