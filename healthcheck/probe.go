@@ -55,46 +55,17 @@ func TargetOf(c *config.Checker, rs *config.RealServer) Target {
 	return t
 }
 
-func (t Target) dialer() *net.Dialer {
-	// No TCP keepalive: a probe's connection lives for one request, and
-	// its settings would cost four system calls a probe. No Timeout
-	// either: the caller's context carries the deadline, and a second
-	// one would cost a timer and clock readings more (which are system
-	// calls where there is no vDSO, as in the benchmark's guest).
-	d := &net.Dialer{KeepAlive: -1}
-	d.Control = func(_, _ string, rc syscall.RawConn) error {
-		var err error
-		rc.Control(func(fd uintptr) {
-			if t.Bind.Port() != 0 {
-				// A fixed bind_port must be free again at once (see
-				// closeNow): checks reuse it every cycle.
-				err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
-			}
-			if err == nil && t.Mark != 0 {
-				err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_MARK, int(t.Mark))
-			}
-			if err == nil && t.Dev != "" {
-				err = syscall.BindToDevice(int(fd), t.Dev)
-			}
-		})
-		return err
-	}
-	return d
-}
-
-// closeNow closes a probe's connection with a reset (linger 0), as
-// keepalived does, so that no TIME_WAIT holds a fixed bind_port.
+// closeNow closes a probe's connection with a reset (linger 0, which
+// rawConn's Close sets), as keepalived does, so that no TIME_WAIT holds a
+// fixed bind_port; TLS without its closing alert, which the reset makes
+// moot.
 func closeNow(c net.Conn) {
 	if s, ok := c.(*stoppable); ok {
 		s.stop()
 		c = s.Conn
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0)
-	} else if tc, ok := c.(*tls.Conn); ok {
-		if raw, ok := tc.NetConn().(*net.TCPConn); ok {
-			raw.SetLinger(0)
-		}
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
 	}
 	c.Close()
 }
@@ -154,9 +125,7 @@ type TCP struct{ Target Target }
 // Probe connects and closes.
 func (p *TCP) Probe(ctx context.Context) Result {
 	start := time.Now()
-	ctx, cancel := context.WithDeadline(ctx, start.Add(p.Target.Timeout))
-	defer cancel()
-	c, err := p.Target.dial(ctx)
+	c, err := p.Target.dial(ctx, start.Add(p.Target.Timeout))
 	if err != nil {
 		return failure(start, "connect", err)
 	}
@@ -199,6 +168,7 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 			// Classic X25519 as OpenSSL offers it: the post-quantum
 			// hybrid Go prefers costs more than a health check is worth.
 			CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+			Time:             clock.Now, // see clock
 		}
 		name := h.SNIName
 		if name == "" {
@@ -244,43 +214,39 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 // director's own CPU, does not count against the deadline: an overloaded
 // director checks less often, where counting it would time out every
 // handshake at once, fail healthy servers and add retries to the load.
-func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
-	dialed := time.Now()
-	dctx, cancel := context.WithDeadline(ctx, deadline)
-	raw, err := p.Target.dial(dctx)
-	cancel()
+func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, error) {
+	// The connection's deadline is set once, by rawDial. Every clock
+	// reading counts: where there is no vDSO (the benchmark's guest, some
+	// virtual machines) each is a system call, and they were most of a
+	// check's cost there.
+	raw, err := p.Target.dial(ctx, deadline)
 	if err != nil {
 		return nil, err
 	}
-	connected := time.Now()
-	var queuedFor time.Duration
 	// Every path below ends in stop(), directly or through closeNow or
 	// the stoppable's Close: ctx is the checks' own, which lives on.
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
-	// setDeadline sets the connection's deadline, unless ctx has ended:
-	// the AfterFunc's "now" must not be overwritten.
-	setDeadline := func(d time.Time) {
-		raw.SetDeadline(d)
-		if ctx.Err() != nil {
-			raw.SetDeadline(time.Now())
-		}
-	}
 	if p.TLS == nil {
-		setDeadline(deadline)
 		return &stoppable{raw, stop}, nil
 	}
+	connected := time.Since(start)
 	// The handshake is the CPU-heavy part of a check: a bounded number at
 	// once, so that they stay fast when the CPU is what limits them.
+	var queued time.Duration
 	select {
 	case handshakes <- struct{}{}:
 	default:
-		queued := time.Now()
 		wait := time.NewTimer(max(p.SlotWait, time.Second))
 		select {
 		case handshakes <- struct{}{}:
 			wait.Stop()
-			queuedFor = time.Since(queued)
-			deadline = deadline.Add(queuedFor)
+			queued = time.Since(start) - connected
+			// The connection's deadline, moved by the wait, unless ctx
+			// has ended: the AfterFunc's "now" must not be overwritten.
+			raw.SetDeadline(deadline.Add(queued))
+			if ctx.Err() != nil {
+				raw.SetDeadline(time.Now())
+			}
 		case <-wait.C:
 			stop()
 			closeNow(raw)
@@ -292,9 +258,7 @@ func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
 			return nil, ctx.Err()
 		}
 	}
-	setDeadline(deadline)
 	c := tls.Client(raw, p.TLS)
-	began := time.Now()
 	err = c.Handshake()
 	<-handshakes
 	if err != nil {
@@ -305,7 +269,7 @@ func (p *HTTP) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
 		}
 		// Where the time went, for a timeout: the server's handshake, or
 		// this director's wait for its connection and its CPU.
-		return nil, &tlsError{err: err, took: time.Since(began), connect: connected.Sub(dialed), queued: queuedFor}
+		return nil, &tlsError{err: err, took: time.Since(start) - connected - queued, connect: connected, queued: queued}
 	}
 	return &stoppable{c, stop}, nil
 }
@@ -326,21 +290,10 @@ func (s *stoppable) Close() error {
 	return s.Conn.Close()
 }
 
-// dial connects to the target within ctx.
-func (t Target) dial(ctx context.Context) (*net.TCPConn, error) {
-	var bind netip.AddrPort
-	if t.Bind.IsValid() || t.Bind.Port() != 0 {
-		bind = t.Bind
-		if !bind.Addr().IsValid() {
-			// A bind_port alone: any address of the target's family.
-			any := netip.IPv4Unspecified()
-			if t.Addr.Addr().Is6() && !t.Addr.Addr().Is4In6() {
-				any = netip.IPv6Unspecified()
-			}
-			bind = netip.AddrPortFrom(any, t.Bind.Port())
-		}
-	}
-	return t.dialer().DialTCP(ctx, "tcp", bind, t.Addr)
+// dial connects to the target by deadline; ctx ending stops it
+// (rawconn_linux.go).
+func (t Target) dial(ctx context.Context, deadline time.Time) (net.Conn, error) {
+	return rawDial(ctx, t, deadline)
 }
 
 // handshakes bounds the TLS handshakes in flight, across all checks.
@@ -413,7 +366,7 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 	// rather than through net/http's Transport, whose goroutines and
 	// channels per connection cost more than the request when thousands
 	// of checks run.
-	conn, err := p.dial(ctx, deadline)
+	conn, err := p.dial(ctx, deadline.Add(-p.Target.Timeout), deadline)
 	if err != nil {
 		what := "GET " + path
 		var te *tlsError

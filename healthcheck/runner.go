@@ -301,12 +301,21 @@ func (r *Runner) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	timer := time.NewTimer(time.Hour)
+	// A function timer rather than a channel's: a channel timer reads the
+	// clock to send the time, and each reading counts (see clock).
+	timer := time.AfterFunc(time.Hour, func() {
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	})
 	defer timer.Stop()
 	var due []*Check
 	for {
 		q.mu.Lock()
-		now := time.Now().UnixNano()
+		woke := time.Now()
+		clock.set(woke)
+		now := woke.UnixNano()
 		for q.Len() > 0 && q.entries[0].when <= now {
 			due = append(due, heap.Pop(q).(entry).c)
 		}
@@ -333,7 +342,7 @@ func (r *Runner) Run(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r.probe(ctx, c, q)
+				r.probe(ctx, c, q, woke)
 			}()
 		}
 		due = due[:0]
@@ -344,7 +353,6 @@ func (r *Runner) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
 		case <-q.kick:
 		}
 	}
@@ -361,16 +369,17 @@ func (r *Runner) first(c *config.Checker) time.Duration {
 	return d
 }
 
-// probe runs one probe of c, holding a place of r.sem, takes its result
-// and puts c back in q for its next probe.
-func (r *Runner) probe(ctx context.Context, c *Check, q *schedule) {
-	start := time.Now()
+// probe runs one probe of c, started at start (the scheduler's clock),
+// holding a place of r.sem, takes its result and puts c back in q for its
+// next probe.
+func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, start time.Time) {
 	res := c.Prober.Probe(ctx)
 	<-r.sem
 	if ctx.Err() != nil {
 		return // c.due is still this probe's: due at once after a reload
 	}
 	end := time.Now()
+	clock.set(end)
 	// Only a silent failure can be this director's broken link: a
 	// status 500 or a refused connection came from the real server.
 	if res.Outcome == Down && res.Silent && r.Egress != nil {
@@ -499,4 +508,26 @@ func (p *pool) local(i int, unknown bool, log *slog.Logger) {
 		p.warned = false
 		log.Info("the virtual server's checks work again", "virtual_server", p.name)
 	}
+}
+
+// clock is the checks' latest reading of the time, for what needs the
+// time of day but not to the microsecond: TLS (its session tickets' age,
+// certificates' validity). Where there is no vDSO (the benchmark's User-
+// Mode Linux guest, some virtual machines) every reading of the clock is
+// a system call, and crypto/tls reads it several times a handshake: in
+// the guest, the clock was most of a check's CPU. The scheduler sets it
+// at every wake-up and every probe at its end, so it is at most one
+// probe's duration old while probes run.
+var clock coarseClock
+
+type coarseClock struct{ ns atomic.Int64 }
+
+func (c *coarseClock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
+
+// Now is the latest reading, or the clock's own before any.
+func (c *coarseClock) Now() time.Time {
+	if ns := c.ns.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Now()
 }

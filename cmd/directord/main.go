@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 
 	"github.com/directord/directord/config"
 )
@@ -44,6 +45,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case o.version:
 		fmt.Fprintf(stdout, "directord %s\n", version)
 		return exitOK
+	}
+	if path := os.Getenv("DIRECTORD_CPUPROFILE"); path != "" {
+		// A diagnostic for benchmarks (docs/benchmarks.md): the daemon's
+		// CPU profile until it ends.
+		if stop, err := cpuProfile(path); err == nil {
+			defer stop()
+		} else {
+			fmt.Fprintf(stderr, "directord: DIRECTORD_CPUPROFILE: %v\n", err)
+		}
 	}
 	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID})
 	for _, d := range diags {
@@ -146,4 +156,17 @@ func orNone(s string) string {
 		return "(unicast, no interface)"
 	}
 	return s
+}
+
+// cpuProfile writes the process's CPU profile to path until stop.
+func cpuProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
