@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
@@ -29,10 +30,11 @@ import (
 // calls on non-blocking sockets never block, which is what RawSyscall
 // asks of its callers.
 //
-// Every socket option net.Dialer would set and a probe does not need
-// (keepalive, TCP_NODELAY: a probe writes its request at once) is left
-// out, and so are the address lookups (getsockname, getpeername) of
-// every connection.
+// Of the socket options net.Dialer sets, TCP_NODELAY stays (without it
+// the request of an SSL_GET waits for the acknowledgment of the
+// handshake's last message, a delayed ACK: 40 ms a probe) and keepalive
+// goes (a probe's connection lives for one request); so do the address
+// lookups (getsockname, getpeername) of every connection.
 
 // rawConn is a probe's TCP connection.
 type rawConn struct {
@@ -69,6 +71,9 @@ func rawDial(ctx context.Context, t Target, deadline time.Time) (net.Conn, error
 			unix.Close(fd)
 		}
 	}()
+	if err := setsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+		return nil, fail("setsockopt", err)
+	}
 	if t.Bind.Port() != 0 {
 		// A fixed bind_port must be free again at once (see closeNow):
 		// checks reuse it every cycle.
@@ -143,7 +148,7 @@ func rawDial(ctx context.Context, t Target, deadline time.Time) (net.Conn, error
 			}
 			switch e {
 			case 0:
-			case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+			case unix.EINPROGRESS, unix.EALREADY:
 				return false
 			default:
 				soerr = e
@@ -191,11 +196,16 @@ func rawSockaddr(a netip.AddrPort, family int) (unsafe.Pointer, uintptr, error) 
 		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
 		p[0], p[1] = byte(port>>8), byte(port)
 		if z := a.Addr().Zone(); z != "" {
-			ifi, err := net.InterfaceByName(z)
-			if err != nil {
-				return nil, 0, err
+			// A zone is an interface's index or name, as net reads it.
+			if i, err := strconv.ParseUint(z, 10, 32); err == nil {
+				sa.Scope_id = uint32(i)
+			} else {
+				ifi, err := net.InterfaceByName(z)
+				if err != nil {
+					return nil, 0, err
+				}
+				sa.Scope_id = uint32(ifi.Index)
 			}
-			sa.Scope_id = uint32(ifi.Index)
 		}
 		return unsafe.Pointer(sa), unsafe.Sizeof(*sa), nil
 	}
@@ -217,8 +227,12 @@ func (c *rawConn) Read(b []byte) (int, error) {
 	var n uintptr
 	var errno syscall.Errno
 	err := c.rc.Read(func(fd uintptr) bool {
-		n, _, errno = unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		return errno != unix.EAGAIN && errno != unix.EINTR
+		for {
+			n, _, errno = unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+			if errno != unix.EINTR {
+				return errno != unix.EAGAIN
+			}
+		}
 	})
 	switch {
 	case err != nil:
@@ -237,8 +251,12 @@ func (c *rawConn) Write(b []byte) (int, error) {
 		var n uintptr
 		var errno syscall.Errno
 		err := c.rc.Write(func(fd uintptr) bool {
-			n, _, errno = unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
-			return errno != unix.EAGAIN && errno != unix.EINTR
+			for {
+				n, _, errno = unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
+				if errno != unix.EINTR {
+					return errno != unix.EAGAIN
+				}
+			}
 		})
 		switch {
 		case err != nil:

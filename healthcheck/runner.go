@@ -337,12 +337,16 @@ func (r *Runner) Run(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				}
+				// The probe starts now, not when the scheduler woke: its
+				// next cycle counts from here.
+				woke = time.Now()
 			}
 			due[i] = nil
 			wg.Add(1)
+			start := woke
 			go func() {
 				defer wg.Done()
-				r.probe(ctx, c, q, woke)
+				r.probe(ctx, c, q, start)
 			}()
 		}
 		due = due[:0]
