@@ -67,11 +67,8 @@ func (f *fakeSync) StopSyncDaemon(st ipvs.SyncState) error {
 	return nil
 }
 
-func TestSyncDaemonsFollowVRRP(t *testing.T) {
-	cfg := parse(t, `
-global_defs {
-    lvs_sync_daemon eth1 VI_1 id 7
-}
+// syncVI1 is the VRRP instance the sync daemons of these tests follow.
+const syncVI1 = `
 vrrp_instance VI_1 {
     interface eth0
     virtual_router_id 51
@@ -79,7 +76,10 @@ vrrp_instance VI_1 {
         192.0.2.1
     }
 }
-`)
+`
+
+func TestSyncDaemonsFollowVRRP(t *testing.T) {
+	cfg := parse(t, "global_defs {\n    lvs_sync_daemon eth1 VI_1 id 7\n}\n"+syncVI1)
 	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
 	s := NewSyncDaemons(k, cfg.Global.SyncDaemon, nil)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -143,18 +143,7 @@ vrrp_instance VI_1 {
 // TestSyncDaemonsFlushWait: a stop waits for the master daemon's last
 // connections only on a master or one that was within SyncFlush.
 func TestSyncDaemonsFlushWait(t *testing.T) {
-	cfg := parse(t, `
-global_defs {
-    lvs_sync_daemon eth1 VI_1
-}
-vrrp_instance VI_1 {
-    interface eth0
-    virtual_router_id 51
-    virtual_ipaddress {
-        192.0.2.1
-    }
-}
-`)
+	cfg := parse(t, "global_defs {\n    lvs_sync_daemon eth1 VI_1\n}\n"+syncVI1)
 	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
 	s := NewSyncDaemons(k, cfg.Global.SyncDaemon, nil)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)

@@ -245,17 +245,7 @@ func TestMasterKilled(t *testing.T) {
 			// Sync is the kernel's, asynchronous: wait until the backup has
 			// every connection, or the test would measure sync's lag.
 			WaitFor(t, 15*time.Second, "the backup knows every connection", func() bool {
-				cs, err := lb2.Conns()
-				if err != nil {
-					t.Fatal(err)
-				}
-				k := 0
-				for _, c := range cs {
-					if c.Client.Addr() == ClientAddr && ports[c.Client.Port()] && c.State == "ESTABLISHED" {
-						k++
-					}
-				}
-				return k == n
+				return established(t, lb2, ports) == n
 			})
 
 			tr := l.StartTraffic(rate)
@@ -292,6 +282,23 @@ func TestMasterKilled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// established counts the client's connections from ports that d's
+// IPVS connection table holds as established.
+func established(t *testing.T, d *Director, ports map[uint16]bool) int {
+	t.Helper()
+	cs, err := d.Conns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for _, c := range cs {
+		if c.Client.Addr() == ClientAddr && ports[c.Client.Port()] && c.State == "ESTABLISHED" {
+			k++
+		}
+	}
+	return k
 }
 
 // dialMany opens n long-lived connections, a few at a time.
@@ -510,19 +517,7 @@ func TestHandoverCarriesYoungConnections(t *testing.T) {
 	const n = 8
 	var conns []*Conn
 	ports := map[uint16]bool{}
-	known := func() int {
-		cs, err := lb2.Conns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := 0
-		for _, c := range cs {
-			if c.Client.Addr() == ClientAddr && ports[c.Client.Port()] && c.State == "ESTABLISHED" {
-				k++
-			}
-		}
-		return k
-	}
+	known := func() int { return established(t, lb2, ports) }
 	// The premise: lb2 does not know them yet. The kernel may have sent
 	// a batch already (lb1's own checks of the lab make none, but a
 	// batch begun by an earlier connection goes out 2 to 3 s after it):
