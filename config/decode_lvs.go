@@ -420,6 +420,13 @@ func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer
 				d.rep.errorf(n.Pos, n.Keyword, "has no url: it would check nothing")
 			}
 			return
+		case c.HTTP != nil && c.HTTP.ReuseConnection > 0 && c.HTTP.HTTPProtocol == "1.0C":
+			for _, k := range n.Children {
+				if k.Keyword == "reuse_connection" {
+					d.rep.warnf(k.Pos, k.Keyword, "ignored: http_protocol 1.0C asks for Connection: close")
+				}
+			}
+			c.HTTP.ReuseConnection = 0
 		case c.Misc != nil && (c.Misc.Script == nil || c.Misc.Script.Command == ""):
 			if !hasChild(n, "misc_path") {
 				d.rep.errorf(n.Pos, n.Keyword, "has no misc_path")
@@ -501,6 +508,7 @@ var Extensions = map[string]string{
 	"fall":               "consecutive failures that bring a checker down (instead of retry+1)",
 	"sni_name":           "the server name sent with enable_sni",
 	"verify_certificate": "verify the real server's certificate (SSL_GET)",
+	"reuse_connection":   "keep a probe's connection for the next probes, for at most this many seconds",
 }
 
 var checkerConnection = map[string]func(*decoder, *Node, *Checker){
@@ -557,6 +565,11 @@ var httpCheckBlock = &block[Checker]{
 			c.HTTP.VerifyCertificate, _ = d.flag(n)
 		},
 		"fast_recovery": func(d *decoder, n *Node, c *Checker) { c.HTTP.FastRecovery, _ = d.flag(n) },
+		"reuse_connection": func(d *decoder, n *Node, c *Checker) {
+			if v, ok := d.timer(n, 0, maxTimer); ok {
+				c.HTTP.ReuseConnection = v
+			}
+		},
 		"url": func(d *decoder, n *Node, c *Checker) {
 			if !d.needBlock(n) {
 				return

@@ -429,6 +429,10 @@ type HTTPCheck struct {
 	// certificate against the global SSL block's ca (else the system's
 	// roots) and the server name; keepalived never verifies.
 	VerifyCertificate bool `json:"verify_certificate,omitempty"`
+	// ReuseConnection (a directord extension) keeps a probe's connection
+	// for the next probes, HTTP keep-alive, for at most this long after
+	// it was opened; 0, keepalived's way, opens one per URL and probe.
+	ReuseConnection time.Duration `json:"reuse_connection,omitempty"`
 }
 
 // URL is one url block of an HTTP check.

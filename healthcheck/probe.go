@@ -140,12 +140,16 @@ const maxBody = 16 << 20
 // and, where one is given, the body's MD5 digest. Each probe opens new
 // connections, as keepalived does, so that the check proves the server
 // accepts them; TLS sessions are resumed, which keeps the handshakes cheap.
+// With reuse_connection (a directord extension) a passing probe keeps its
+// connection for the next ones, up to that age.
 type HTTP struct {
 	Target Target
 	TLS    *tls.Config // nil for HTTP_GET
 	URLs   []*config.URL
-	Host   string // the Host header unless a URL has its own virtualhost
-	proto  string // HTTP/1.0, or HTTP/1.1 with http_protocol 1.1
+	Host   string        // the Host header unless a URL has its own virtualhost
+	proto  string        // HTTP/1.0, or HTTP/1.1 with http_protocol 1.1
+	reuse  time.Duration // reuse_connection: 0 for a connection per URL and probe
+	kept   *kept         // the connection the last passing probe kept; probes of a check run one at a time
 	// SlotWait bounds the wait for a handshake slot: the checker's
 	// delay_loop (its next probe is due by then), at least 1 s.
 	SlotWait time.Duration
@@ -156,7 +160,7 @@ type HTTP struct {
 func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error) {
 	t := TargetOf(c, rs)
 	h := c.HTTP
-	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost, SlotWait: max(c.DelayLoop, time.Second)}
+	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost, SlotWait: max(c.DelayLoop, time.Second), reuse: h.ReuseConnection}
 	if p.Host == "" {
 		p.Host = rs.VirtualHost
 	}
@@ -339,8 +343,9 @@ func (p *HTTP) Probe(ctx context.Context) Result {
 	return Result{Outcome: Up, Reason: "all URLs answered", Latency: time.Since(start), Weight: -1}
 }
 
-// get fetches one URL on a connection of its own, which must be done by
-// deadline (connect_timeout from its start).
+// get fetches one URL, which must be done by deadline (connect_timeout
+// from its start): on a connection of its own, or with reuse_connection
+// on the connection an earlier passing probe kept.
 func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time) (Result, bool) {
 	host := u.VirtualHost
 	if host == "" {
@@ -362,34 +367,108 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 			host = pu.Host
 		}
 	}
-	// One request on a connection of its own, written and read here
-	// rather than through net/http's Transport, whose goroutines and
-	// channels per connection cost more than the request when thousands
-	// of checks run.
-	conn, err := p.dial(ctx, deadline.Add(-p.Target.Timeout), deadline)
-	if err != nil {
-		what := "GET " + path
-		var te *tlsError
-		if !errors.As(err, &te) {
-			return failure(start, what, err), false
+	k := p.take(deadline.Add(-p.Target.Timeout))
+	for {
+		if k == nil {
+			// One request on a connection of its own, written and read
+			// here rather than through net/http's Transport, whose
+			// goroutines and channels per connection cost more than the
+			// request when thousands of checks run.
+			opened := deadline.Add(-p.Target.Timeout)
+			conn, err := p.dial(ctx, opened, deadline)
+			if err != nil {
+				what := "GET " + path
+				var te *tlsError
+				if !errors.As(err, &te) {
+					return failure(start, what, err), false
+				}
+				r := failure(start, "TLS handshake", err)
+				if t := te.timing(); t != "" {
+					r.Reason += " (" + t + ")"
+				}
+				return r, false
+			}
+			br := bufio.NewReader(conn)
+			res, ok, keep, _ := p.exchange(conn, br, u, path, host, start)
+			if keep {
+				p.kept = &kept{conn: conn, br: br, until: opened.Add(p.reuse)}
+			} else {
+				closeNow(conn)
+			}
+			return res, ok
 		}
-		r := failure(start, "TLS handshake", err)
-		if t := te.timing(); t != "" {
-			r.Reason += " (" + t + ")"
+		k.conn.SetDeadline(deadline)
+		res, ok, keep, broken := p.exchange(k.conn, k.br, u, path, host, start)
+		if keep {
+			p.kept = k
+			return res, ok
 		}
-		return r, false
+		closeNow(k.conn)
+		if !broken {
+			return res, ok
+		}
+		// The kept connection failed (most often the server closed it
+		// while idle): that proves nothing of the server, which is
+		// asked again on a new connection, with a whole connect_timeout
+		// if this one ran out.
+		k = nil
+		if res.Silent {
+			deadline = time.Now().Add(p.Target.Timeout)
+		}
 	}
-	defer closeNow(conn)
-	if _, err := fmt.Fprintf(conn, "GET %s %s\r\nHost: %s\r\nUser-Agent: directord-healthcheck\r\nConnection: close\r\n\r\n",
-		path, p.proto, host); err != nil {
-		return failure(start, "GET "+path, err), false
+}
+
+// kept is the connection a passing probe left open for the next
+// (reuse_connection), with its reader, which may hold what the server
+// sent ahead.
+type kept struct {
+	conn  net.Conn
+	br    *bufio.Reader
+	until time.Time // opened + reuse_connection: a new connection after
+}
+
+// take hands the kept connection to a probe starting at now, unless it
+// is too old (then closed); nil without one.
+func (p *HTTP) take(now time.Time) *kept {
+	k := p.kept
+	p.kept = nil
+	if k != nil && !now.Before(k.until) {
+		closeNow(k.conn)
+		k = nil
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	return k
+}
+
+// Close closes the connection kept for the next probe, if any: call it
+// once the checks have stopped.
+func (p *HTTP) Close() error {
+	if p.kept != nil {
+		closeNow(p.kept.conn)
+		p.kept = nil
+	}
+	return nil
+}
+
+// exchange sends the request for path on conn and judges the answer.
+// broken says the connection failed (nothing, or not all, of an answer
+// came: res says why); keep that conn may carry the next request (a
+// passing answer, wholly read, that lets the connection stay open, with
+// reuse_connection).
+func (p *HTTP) exchange(conn net.Conn, br *bufio.Reader, u *config.URL, path, host string, start time.Time) (res Result, ok, keep, broken bool) {
+	connection := "close"
+	if p.reuse > 0 {
+		connection = "keep-alive"
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s %s\r\nHost: %s\r\nUser-Agent: directord-healthcheck\r\nConnection: %s\r\n\r\n",
+		path, p.proto, host, connection); err != nil {
+		return failure(start, "GET "+path, err), false, false, true
+	}
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return failure(start, "GET "+path, err), false
+		return failure(start, "GET "+path, err), false, false, true
 	}
 	defer resp.Body.Close()
-	ok := false
+	ok = false
 	for _, r := range u.StatusCodes {
 		if r.Contains(resp.StatusCode) {
 			ok = true
@@ -398,19 +477,31 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 	if !ok {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
 		return Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: status %d", path, resp.StatusCode),
-			Latency: time.Since(start), Weight: -1}, false
+			Latency: time.Since(start), Weight: -1}, false, false, false
 	}
-	if u.Digest == "" {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-		return Result{}, true
-	}
+	// The body is read to its end (up to maxBody), for the digest, and
+	// so that the connection can carry the next request.
+	var body io.Writer = io.Discard
 	h := md5.New()
-	if _, err := io.Copy(h, io.LimitReader(resp.Body, maxBody)); err != nil {
-		return failure(start, "GET "+path+": body", err), false
+	if u.Digest != "" {
+		body = h
+	}
+	n, err := io.Copy(body, io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		if u.Digest == "" {
+			// keepalived's check, without a digest, is done at the
+			// status; an answer cut short is kept from the next request.
+			return Result{}, true, false, false
+		}
+		return failure(start, "GET "+path+": body", err), false, false, true
+	}
+	keep = p.reuse > 0 && !resp.Close && n < maxBody
+	if u.Digest == "" {
+		return Result{}, true, keep, false
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, u.Digest) {
 		return Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: digest %s, want %s", path, got, strings.ToLower(u.Digest)),
-			Latency: time.Since(start), Weight: -1}, false
+			Latency: time.Since(start), Weight: -1}, false, false, false
 	}
-	return Result{}, true
+	return Result{}, true, keep, false
 }

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,18 +32,34 @@ type testServer struct {
 	mu    sync.Mutex
 	hosts []string
 	snis  []string
+	// conns counts the connections accepted; closed receives the address
+	// of each that ended; asked counts the requests per connection.
+	conns  atomic.Int64
+	closed chan string
+	asked  map[string]int
 }
 
 const body = "this cache works\n"
 
 func newServer(t *testing.T, tlsOn bool) *testServer {
 	t.Helper()
-	s := &testServer{}
+	s := &testServer{closed: make(chan string, 100), asked: map[string]int{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hosts = append(s.hosts, r.Host)
+		s.asked[r.RemoteAddr]++
+		n := s.asked[r.RemoteAddr]
 		s.mu.Unlock()
 		switch r.URL.Path {
+		case "/first-only": // answers a connection's first request only
+			if n > 1 {
+				<-r.Context().Done()
+				return
+			}
+			fmt.Fprint(w, body)
+		case "/close":
+			w.Header().Set("Connection", "close")
+			fmt.Fprint(w, body)
 		case "/ok":
 			fmt.Fprint(w, body)
 		case "/fail":
@@ -55,6 +72,17 @@ func newServer(t *testing.T, tlsOn bool) *testServer {
 	})
 	s.Server = httptest.NewUnstartedServer(h)
 	s.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are the point
+	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			select {
+			case s.closed <- c.RemoteAddr().String():
+			default:
+			}
+		}
+	}
 	if tlsOn {
 		s.TLS = &tls.Config{GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			s.mu.Lock()
@@ -465,4 +493,187 @@ func TestNoHandshakeSlotIsUnknown(t *testing.T) {
 	if r.Outcome != Unknown || !strings.Contains(r.Reason, "short of CPU") {
 		t.Errorf("no slot: %s %q", r.Outcome, r.Reason)
 	}
+}
+
+// TestHTTPReuseConnection: with reuse_connection a passing probe's
+// connection carries the next probes, until it is too old; without it,
+// each probe opens its own, as keepalived.
+func TestHTTPReuseConnection(t *testing.T) {
+	for _, typ := range []string{"HTTP_GET", "SSL_GET"} {
+		for _, tt := range []struct {
+			name  string
+			reuse time.Duration
+			path  string
+			conns int64
+		}{
+			{"off", 0, "/ok", 5},
+			{"on", time.Hour, "/ok", 1},
+			{"too old at once", time.Nanosecond, "/ok", 5},
+			{"server says close", time.Hour, "/close", 5},
+		} {
+			t.Run(typ+"/"+tt.name, func(t *testing.T) {
+				s := newServer(t, typ == "SSL_GET")
+				c, rs := httpChecker(typ, s, url(tt.path))
+				c.HTTP.ReuseConnection = tt.reuse
+				p, err := NewHTTP(c, rs, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				for i := range 5 {
+					if r := probe(t, p); r.Outcome != Up {
+						t.Fatalf("probe %d: %s %q", i, r.Outcome, r.Reason)
+					}
+				}
+				if n := s.conns.Load(); n != tt.conns {
+					t.Errorf("%d connections for 5 probes, want %d", n, tt.conns)
+				}
+			})
+		}
+	}
+}
+
+// TestHTTPReuseTwoURLs: the URLs of a probe share the kept connection.
+func TestHTTPReuseTwoURLs(t *testing.T) {
+	s := newServer(t, true)
+	c, rs := httpChecker("SSL_GET", s, url("/ok"), url("/missing", config.StatusRange{Min: 404, Max: 404}))
+	c.HTTP.ReuseConnection = time.Hour
+	p, err := NewHTTP(c, rs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for range 3 {
+		if r := probe(t, p); r.Outcome != Up {
+			t.Fatalf("%s %q", r.Outcome, r.Reason)
+		}
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Errorf("%d connections for 3 probes of 2 URLs, want 1", n)
+	}
+}
+
+// TestHTTPReuseKeptConnectionFails: a kept connection that fails proves
+// nothing of the server, which is asked again on a new connection within
+// the same probe: closed by the server while idle, or hung (the probe
+// then takes up to two connect_timeouts). An answer that fails (status
+// 500) counts as it came, and its connection is not kept.
+func TestHTTPReuseKeptConnectionFails(t *testing.T) {
+	t.Run("closed while idle", func(t *testing.T) {
+		s := newServer(t, true)
+		c, rs := httpChecker("SSL_GET", s, url("/ok"))
+		c.HTTP.ReuseConnection = time.Hour
+		p, _ := NewHTTP(c, rs, "")
+		defer p.Close()
+		probe(t, p)
+		s.CloseClientConnections()
+		<-s.closed
+		if r := probe(t, p); r.Outcome != Up {
+			t.Fatalf("after the server closed the kept connection: %s %q", r.Outcome, r.Reason)
+		}
+		if n := s.conns.Load(); n != 2 {
+			t.Errorf("%d connections, want 2", n)
+		}
+	})
+	t.Run("hung", func(t *testing.T) {
+		s := newServer(t, false)
+		c, rs := httpChecker("HTTP_GET", s, url("/first-only"))
+		c.HTTP.ReuseConnection = time.Hour
+		p, _ := NewHTTP(c, rs, "")
+		defer p.Close()
+		probe(t, p)
+		r := probe(t, p)
+		if r.Outcome != Up {
+			t.Fatalf("kept connection hung, a new one answers: %s %q", r.Outcome, r.Reason)
+		}
+		if r.Latency < c.ConnectTimeout {
+			t.Errorf("latency %s: the kept connection was not waited for", r.Latency)
+		}
+		if n := s.conns.Load(); n != 2 {
+			t.Errorf("%d connections, want 2", n)
+		}
+	})
+	t.Run("hung for good", func(t *testing.T) {
+		// The bound reuse_connection adds: the first failing probe waits
+		// for the kept connection, then for a new one (two
+		// connect_timeouts); the next, on a new connection, for one.
+		s := newServer(t, false)
+		u := url("/ok")
+		c, rs := httpChecker("HTTP_GET", s, u)
+		c.ConnectTimeout = 200 * time.Millisecond
+		c.HTTP.ReuseConnection = time.Hour
+		p, _ := NewHTTP(c, rs, "")
+		defer p.Close()
+		probe(t, p)
+		u.Path = "/slow"
+		for i, want := range []time.Duration{2 * c.ConnectTimeout, c.ConnectTimeout} {
+			r := probe(t, p)
+			if r.Outcome != Down || r.Reason != "GET /slow: timed out" {
+				t.Fatalf("probe %d: %s %q, want down: timed out", i, r.Outcome, r.Reason)
+			}
+			if r.Latency < want || r.Latency > want+c.ConnectTimeout/2 {
+				t.Errorf("probe %d took %s, want %s", i, r.Latency, want)
+			}
+		}
+	})
+	t.Run("status 500", func(t *testing.T) {
+		s := newServer(t, false)
+		u := url("/ok")
+		c, rs := httpChecker("HTTP_GET", s, u)
+		c.HTTP.ReuseConnection = time.Hour
+		p, _ := NewHTTP(c, rs, "")
+		defer p.Close()
+		probe(t, p)
+		u.Path = "/fail"
+		if r := probe(t, p); r.Outcome != Down || r.Reason != "GET /fail: status 500" {
+			t.Fatalf("%s %q, want down: status 500", r.Outcome, r.Reason)
+		}
+		u.Path = "/ok"
+		probe(t, p)
+		if n := s.conns.Load(); n != 2 {
+			t.Errorf("%d connections, want 2: a failed answer's connection is not kept", n)
+		}
+	})
+}
+
+// TestHTTPReuseClosedAtStop: the runner closes the kept connections when
+// its checks stop.
+func TestHTTPReuseClosedAtStop(t *testing.T) {
+	s := newServer(t, true)
+	c, rs := httpChecker("SSL_GET", s, url("/ok"))
+	c.HTTP.ReuseConnection = time.Hour
+	c.DelayLoop = 10 * time.Millisecond
+	cfg := &config.Config{VirtualServers: []*config.VirtualServer{{RealServers: []*config.RealServer{rs}}}}
+	rs.Checkers = []*config.Checker{c}
+	rs.Weight = 1
+	ups := make(chan Result, 10)
+	r, err := New(cfg, func(Event) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OnResult = func(_ *Check, res Result) {
+		select {
+		case ups <- res:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	for range 3 {
+		if res := <-ups; res.Outcome != Up {
+			t.Fatalf("%s %q", res.Outcome, res.Reason)
+		}
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Errorf("%d connections for 3 probes, want 1", n)
+	}
+	select {
+	case a := <-s.closed:
+		t.Fatalf("connection %s closed while the checks run", a)
+	default:
+	}
+	cancel()
+	<-done
+	<-s.closed // the kept connection, closed by Run's end
 }

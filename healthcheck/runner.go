@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -300,6 +301,15 @@ func (r *Runner) Run(ctx context.Context) {
 		heap.Push(q, entry{c, due})
 	}
 	var wg sync.WaitGroup
+	// Last, once every probe has returned: the connections kept for the
+	// next probes (reuse_connection) are closed.
+	defer func() {
+		for _, c := range r.checks {
+			if cl, ok := c.Prober.(io.Closer); ok {
+				cl.Close()
+			}
+		}
+	}()
 	defer wg.Wait()
 	// A function timer rather than a channel's: a channel timer reads the
 	// clock to send the time, and each reading counts (see clock).

@@ -3,6 +3,7 @@ package healthcheck
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"reflect"
@@ -181,47 +182,73 @@ func TestLocalFaultsKeepThePool(t *testing.T) {
 }
 
 // TestNoLeaks runs 10,000 real HTTP checks against local servers: the
-// goroutines and descriptors are as many after as before.
+// goroutines and descriptors are as many after as before; with
+// reuse_connection too, whose kept connections are closed when the checks
+// stop.
 func TestNoLeaks(t *testing.T) {
-	s := newServer(t, false)
-	cfg := &config.Config{VirtualServers: []*config.VirtualServer{{}}}
-	vs := cfg.VirtualServers[0]
-	for range 10 {
-		c, rs := httpChecker("HTTP_GET", s, url("/ok"))
-		c.DelayLoop, c.DelayBeforeRetry = time.Millisecond, time.Millisecond
-		rs.Checkers = []*config.Checker{c}
-		vs.RealServers = append(vs.RealServers, rs)
-	}
-	r, err := New(cfg, func(Event) {}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var count atomic.Int64
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	for _, c := range r.Checks() {
-		p := c.Prober
-		c.Prober = proberFunc(func(ctx context.Context) Result {
-			res := p.Probe(ctx)
-			if res.Outcome != Up && ctx.Err() == nil {
-				t.Errorf("probe: %v", res)
+	for _, reuse := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprint("reuse_connection ", reuse), func(t *testing.T) {
+			s := newServer(t, false)
+			cfg := &config.Config{VirtualServers: []*config.VirtualServer{{}}}
+			vs := cfg.VirtualServers[0]
+			for range 10 {
+				c, rs := httpChecker("HTTP_GET", s, url("/ok"))
+				c.DelayLoop, c.DelayBeforeRetry = time.Millisecond, time.Millisecond
+				c.HTTP.ReuseConnection = reuse
+				rs.Checkers = []*config.Checker{c}
+				vs.RealServers = append(vs.RealServers, rs)
 			}
-			if count.Add(1) == 10000 {
-				cancel()
+			r, err := New(cfg, func(Event) {}, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			return res
+			var count atomic.Int64
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			for _, c := range r.Checks() {
+				c.Prober = &counted{Prober: c.Prober, after: func(res Result) {
+					if res.Outcome != Up && ctx.Err() == nil {
+						t.Errorf("probe: %v", res)
+					}
+					if count.Add(1) == 10000 {
+						cancel()
+					}
+				}}
+			}
+			fds0, g0 := fds(t), runtime.NumGoroutine()
+			r.Run(ctx)
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) && (fds(t) > fds0 || runtime.NumGoroutine() > g0) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if f, g := fds(t), runtime.NumGoroutine(); f > fds0 || g > g0 {
+				t.Errorf("after %d checks: %d descriptors (was %d), %d goroutines (was %d)", count.Load(), f, fds0, g, g0)
+			}
+			if n := s.conns.Load(); reuse > 0 && n > 10 {
+				t.Errorf("%d connections for 10 checks reusing theirs", n)
+			}
 		})
 	}
-	fds0, g0 := fds(t), runtime.NumGoroutine()
-	r.Run(ctx)
-	s.CloseClientConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) && (fds(t) > fds0 || runtime.NumGoroutine() > g0) {
-		time.Sleep(10 * time.Millisecond)
+}
+
+// counted is a prober whose results a test sees; it closes what its
+// prober keeps.
+type counted struct {
+	Prober
+	after func(Result)
+}
+
+func (c *counted) Probe(ctx context.Context) Result {
+	res := c.Prober.Probe(ctx)
+	c.after(res)
+	return res
+}
+
+func (c *counted) Close() error {
+	if cl, ok := c.Prober.(io.Closer); ok {
+		return cl.Close()
 	}
-	if f, g := fds(t), runtime.NumGoroutine(); f > fds0 || g > g0 {
-		t.Errorf("after %d checks: %d descriptors (was %d), %d goroutines (was %d)", count.Load(), f, fds0, g, g0)
-	}
+	return nil
 }
 
 type proberFunc func(context.Context) Result
