@@ -148,8 +148,12 @@ func benchWho() []string {
 	if w := os.Getenv("BENCH_WHO"); w != "" {
 		return strings.Fields(w)
 	}
-	return []string{"directord", "keepalived"}
+	return []string{"directord", "directord+reuse", "keepalived"}
 }
+
+// reuseAge is the benchmark's reuse_connection for directord+reuse:
+// longer than its window, as a setting of a minute would be.
+const reuseAge = "60"
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -159,7 +163,10 @@ func envInt(name string, def int) int {
 }
 
 // BenchmarkChecksBesideKeepalived runs directord -C and then keepalived
-// -C (its checker programs IPVS too) on the same configuration, at each
+// -C (its checker programs IPVS too) on the same configuration, and
+// between them directord with reuse_connection added to every check
+// (directord+reuse: a probe reuses the last passing probe's connection,
+// HTTP keep-alive, where keepalived opens one per probe), at each
 // size of BENCH_SIZES ("VSxRS ...", default "4x5 5x10 10x10"; make
 // bench-lvs sets its own): VS x RS
 // real servers, each checked by SSL_GET every 2 s against a local HTTPS
@@ -204,6 +211,14 @@ func measureChecks(b *testing.B, who, bin, conf string, nVS, nRS int) {
 	f := newFarm(b, s, ns)
 	dir := s.TempDir()
 	file := filepath.Join(dir, "keepalived.conf")
+	if who == "directord+reuse" {
+		// The same checks, each keeping its connection (a directord
+		// extension, which keepalived does not read).
+		conf = strings.ReplaceAll(conf, "connect_timeout 2\n", "connect_timeout 2\n            reuse_connection "+reuseAge+"\n")
+		if !strings.Contains(conf, "reuse_connection") {
+			b.Fatal("no checker to give reuse_connection")
+		}
+	}
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		b.Fatal(err)
 	}

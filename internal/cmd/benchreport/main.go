@@ -55,6 +55,10 @@ type results struct {
 	guestKernel string
 }
 
+// reuseAge is the reuse_connection of the checks benchmark's
+// directord+reuse (integration/lvs).
+const reuseAge = "60"
+
 var (
 	line        = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 	guestKernel = regexp.MustCompile(`Running on Linux (\d+\.\d+)`) // keepalived's banner, in the guest
@@ -268,15 +272,16 @@ func (r *results) rows() []row {
 	x.guest = true
 	add(x)
 
-	// Health checks, in the guest, by size.
-	for _, n := range r.checkSizes() {
-		d, k := fmt.Sprintf("ChecksBesideKeepalived/rs=%d/directord", n), fmt.Sprintf("ChecksBesideKeepalived/rs=%d/keepalived", n)
+	// Health checks, in the guest, by size: directord's checks as
+	// keepalived's, then with reuse_connection (directord+reuse), where
+	// keepalived's checker, which opens a connection per probe, is still
+	// the reference.
+	overload := "the guest's one CPU, which the daemon shares with the HTTPS server answering for every real server, is not enough for directord's checks at this rate: they wait for it and come less often (see Health checks)"
+	checkRows := func(lbl, d, k, cpuWhy, memWhy string) {
 		want, _ := r.get(d, "wanted-checks/s")
-		lbl := fmt.Sprintf("checks, %d real servers (SSL_GET every 2 s)", n)
-		overload := "the guest's one CPU, which the daemon shares with the HTTPS server answering for every real server, is not enough for directord's checks at this rate: they wait for it and come less often (see Health checks)"
-		x = r.pair(lbl+": CPU per check served", d, "cpu-ms/check", k, "cpu-ms/check", "keepalived's checker", "ms", 1)
+		x := r.pair(lbl+": CPU per check served", d, "cpu-ms/check", k, "cpu-ms/check", "keepalived's checker", "ms", 1)
 		x.guest = true
-		x.why = "in the guest every clock reading and every wake-up of Go's runtime is a system call of 130 to 250 us, and the runtime makes several per probe where keepalived's loop makes one (see Health checks)"
+		x.why = cpuWhy
 		r.ratioAtMost(&x, 0.5, "half of keepalived's")
 		add(x)
 		x = r.pair(lbl+fmt.Sprintf(": checks served per second (of %.0f; directord's cycles are up to 10 %% shorter)", want), d, "checks/s", k, "checks/s", "keepalived's checker", "/s", 1)
@@ -290,7 +295,7 @@ func (r *results) rows() []row {
 		add(x)
 		x = r.pair(lbl+": memory (RSS)", d, "rss-MB", k, "rss-MB", "keepalived's checker", "MB", 1)
 		x.guest = true
-		x.why = overload + "; up to 1,024 probes wait in flight, each with its connection and TLS state"
+		x.why = overload + memWhy
 		r.atMost(&x, 100, "MB", "")
 		add(x)
 		for _, t := range []struct {
@@ -306,6 +311,16 @@ func (r *results) rows() []row {
 				x.verdict = fmt.Sprintf("**no**: %.0f of 40 transitions not seen in 30 s; %s", missed, overload)
 			}
 			add(x)
+		}
+	}
+	for _, n := range r.checkSizes() {
+		d, k := fmt.Sprintf("ChecksBesideKeepalived/rs=%d/directord", n), fmt.Sprintf("ChecksBesideKeepalived/rs=%d/keepalived", n)
+		checkRows(fmt.Sprintf("checks, %d real servers (SSL_GET every 2 s)", n), d, k,
+			"in the guest every clock reading and every wake-up of Go's runtime is a system call of 130 to 250 us, and the runtime makes several per probe where keepalived's loop makes one (see Health checks)",
+			"; up to 1,024 probes wait in flight, each with its connection and TLS state")
+		if _, ok := r.get(d+"+reuse", "cpu-ms/check"); ok {
+			checkRows(fmt.Sprintf("checks, %d real servers, directord with reuse_connection %s (keepalived: a connection per probe)", n, reuseAge),
+				d+"+reuse", k, overload, "; each real server's connection and TLS state is kept between probes")
 		}
 	}
 

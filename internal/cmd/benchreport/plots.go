@@ -14,9 +14,10 @@ import (
 )
 
 var (
-	blue = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff} // directord
-	grey = color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff} // the bound
-	red  = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff} // keepalived
+	blue  = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff} // directord
+	grey  = color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff} // the bound
+	red   = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff} // keepalived
+	green = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff} // directord with reuse_connection
 )
 
 // plots draws failover.png (failover times beside the protocol's bound
@@ -101,13 +102,16 @@ func (r *results) checksPlot(file string) error {
 	for _, s := range []struct {
 		who, lbl string
 		c        color.Color
-	}{{"directord", "directord", blue}, {"keepalived", "keepalived 2.2.7 (checker)", red}} {
+	}{{"directord", "directord", blue}, {"directord+reuse", "directord, reuse_connection " + reuseAge, green}, {"keepalived", "keepalived 2.2.7 (checker)", red}} {
 		var xy plotter.XYs
 		for _, n := range sizes {
 			v, ok := r.get(fmt.Sprintf("ChecksBesideKeepalived/rs=%d/%s", n, s.who), "cpu-s/s")
 			if ok {
 				xy = append(xy, plotter.XY{X: float64(n), Y: v})
 			}
+		}
+		if len(xy) == 0 {
+			continue // not measured (directord+reuse before it existed)
 		}
 		line, pts, err := plotter.NewLinePoints(xy)
 		if err != nil {
