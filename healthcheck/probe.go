@@ -22,7 +22,10 @@ import (
 	"github.com/directord/directord/config"
 )
 
-// Prober runs one probe of a real server.
+// Prober runs one probe of a real server. A prober may keep a connection
+// between probes (reuse_connection), and then is an io.Closer too: the
+// Runner closes it when its checks stop, and calls Probe with the same
+// ctx, one probe at a time.
 type Prober interface {
 	Probe(ctx context.Context) Result
 }
@@ -150,6 +153,7 @@ type HTTP struct {
 	proto  string        // HTTP/1.0, or HTTP/1.1 with http_protocol 1.1
 	reuse  time.Duration // reuse_connection: 0 for a connection per URL and probe
 	kept   *kept         // the connection the last passing probe kept; probes of a check run one at a time
+	probes uint64        // probes so far, to tell a connection idle since an earlier probe
 	// SlotWait bounds the wait for a handshake slot: the checker's
 	// delay_loop (its next probe is due by then), at least 1 s.
 	SlotWait time.Duration
@@ -330,6 +334,7 @@ func (e *tlsError) Unwrap() error { return e.err }
 
 // Probe fetches every URL in turn; the first that fails decides.
 func (p *HTTP) Probe(ctx context.Context) Result {
+	p.probes++
 	start := time.Now()
 	for i, u := range p.URLs {
 		from := start
@@ -367,7 +372,7 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 			host = pu.Host
 		}
 	}
-	k := p.take(deadline.Add(-p.Target.Timeout))
+	k := p.take(ctx, deadline.Add(-p.Target.Timeout))
 	for {
 		if k == nil {
 			// One request on a connection of its own, written and read
@@ -391,52 +396,77 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 			br := bufio.NewReader(conn)
 			res, ok, keep, _ := p.exchange(conn, br, u, path, host, start)
 			if keep {
-				p.kept = &kept{conn: conn, br: br, until: opened.Add(p.reuse)}
+				p.kept = &kept{conn: conn, br: br, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
 			} else {
 				closeNow(conn)
 			}
 			return res, ok
 		}
 		k.conn.SetDeadline(deadline)
+		if ctx.Err() != nil {
+			k.conn.SetDeadline(time.Now()) // the checks are stopping
+		}
+		idle := k.probe != p.probes // kept by an earlier probe, not by this one's last URL
 		res, ok, keep, broken := p.exchange(k.conn, k.br, u, path, host, start)
 		if keep {
+			k.probe = p.probes
 			p.kept = k
 			return res, ok
 		}
 		closeNow(k.conn)
-		if !broken {
+		if !broken || !idle || ctx.Err() != nil {
 			return res, ok
 		}
-		// The kept connection failed (most often the server closed it
-		// while idle): that proves nothing of the server, which is
-		// asked again on a new connection, with a whole connect_timeout
-		// if this one ran out.
+		// The kept connection, idle since an earlier probe, failed (the
+		// server closed or reset it while idle, or it hung): that proves
+		// nothing of the server, which is asked again on a new
+		// connection, with a connect_timeout of its own.
 		k = nil
-		if res.Silent {
-			deadline = time.Now().Add(p.Target.Timeout)
-		}
+		deadline = time.Now().Add(p.Target.Timeout)
 	}
 }
 
 // kept is the connection a passing probe left open for the next
-// (reuse_connection), with its reader, which may hold what the server
-// sent ahead.
+// (reuse_connection), with its reader.
 type kept struct {
 	conn  net.Conn
 	br    *bufio.Reader
-	until time.Time // opened + reuse_connection: a new connection after
+	until time.Time       // opened + reuse_connection: a new connection after
+	ctx   context.Context // the checks' context its stop watches
+	probe uint64          // the probe that used it last
 }
 
 // take hands the kept connection to a probe starting at now, unless it
-// is too old (then closed); nil without one.
-func (p *HTTP) take(now time.Time) *kept {
+// is too old, or not quiet (the server sent something unasked while it
+// was idle: a 408, its close; what is waiting would be taken for the
+// answer), or watches another context: then it is closed. nil without
+// one.
+func (p *HTTP) take(ctx context.Context, now time.Time) *kept {
 	k := p.kept
 	p.kept = nil
-	if k != nil && !now.Before(k.until) {
+	if k == nil || k.probe == p.probes {
+		return k // none, or used by this probe's last URL a moment ago
+	}
+	if !now.Before(k.until) || k.ctx != ctx || k.br.Buffered() > 0 || !quiet(k.conn) {
 		closeNow(k.conn)
-		k = nil
+		return nil
 	}
 	return k
+}
+
+// quiet tells whether nothing waits to be read on c (see rawConn.quiet);
+// a connection of another kind is taken as quiet.
+func quiet(c net.Conn) bool {
+	if s, ok := c.(*stoppable); ok {
+		c = s.Conn
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if q, ok := c.(interface{ quiet() bool }); ok {
+		return q.quiet()
+	}
+	return true
 }
 
 // Close closes the connection kept for the next probe, if any: call it
@@ -467,7 +497,9 @@ func (p *HTTP) exchange(conn net.Conn, br *bufio.Reader, u *config.URL, path, ho
 	if err != nil {
 		return failure(start, "GET "+path, err), false, false, true
 	}
-	defer resp.Body.Close()
+	// Not resp.Body.Close(), which would read the rest of a long body:
+	// the caller closes the connection unless the body was read to its
+	// end.
 	ok = false
 	for _, r := range u.StatusCodes {
 		if r.Contains(resp.StatusCode) {
@@ -495,7 +527,7 @@ func (p *HTTP) exchange(conn net.Conn, br *bufio.Reader, u *config.URL, path, ho
 		}
 		return failure(start, "GET "+path+": body", err), false, false, true
 	}
-	keep = p.reuse > 0 && !resp.Close && n < maxBody
+	keep = p.reuse > 0 && !resp.Close && n < maxBody && resp.StatusCode >= 200
 	if u.Digest == "" {
 		return Result{}, true, keep, false
 	}

@@ -1,6 +1,7 @@
 package healthcheck
 
 import (
+	"bufio"
 	"context"
 	"crypto/md5"
 	"crypto/tls"
@@ -616,6 +617,26 @@ func TestHTTPReuseKeptConnectionFails(t *testing.T) {
 			}
 		}
 	})
+	t.Run("second URL hangs", func(t *testing.T) {
+		// A connection used a moment ago by the probe's first URL is not
+		// idle: its failure counts, and each probe takes one
+		// connect_timeout, not two.
+		s := newServer(t, false)
+		c, rs := httpChecker("HTTP_GET", s, url("/ok"), url("/slow"))
+		c.ConnectTimeout = 200 * time.Millisecond
+		c.HTTP.ReuseConnection = time.Hour
+		p, _ := NewHTTP(c, rs, "")
+		defer p.Close()
+		for i := range 2 {
+			r := probe(t, p)
+			if r.Outcome != Down || r.Reason != "GET /slow: timed out" {
+				t.Fatalf("probe %d: %s %q, want down: timed out", i, r.Outcome, r.Reason)
+			}
+			if r.Latency > c.ConnectTimeout*3/2 {
+				t.Errorf("probe %d took %s, want about %s", i, r.Latency, c.ConnectTimeout)
+			}
+		}
+	})
 	t.Run("status 500", func(t *testing.T) {
 		s := newServer(t, false)
 		u := url("/ok")
@@ -675,5 +696,74 @@ func TestHTTPReuseClosedAtStop(t *testing.T) {
 	}
 	cancel()
 	<-done
-	<-s.closed // the kept connection, closed by Run's end
+	select {
+	case <-s.closed: // the kept connection, closed by Run's end
+	case <-time.After(10 * time.Second):
+		t.Fatal("the kept connection is still open 10 s after the checks stopped")
+	}
+}
+
+// TestHTTPReuseStaleAnswerWhileIdle: a server that writes something
+// unasked on an idle kept connection (a 408 before closing it, as some
+// do) is not judged by it: the next probe opens a new connection.
+func TestHTTPReuseStaleAnswerWhileIdle(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	said := make(chan struct{}, 10)
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+				io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n")
+				said <- struct{}{}
+			}()
+		}
+	}()
+	c := &config.Checker{Type: "HTTP_GET", ConnectTimeout: 500 * time.Millisecond,
+		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}
+	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 3 {
+		if r := probe(t, p); r.Outcome != Up {
+			t.Fatalf("probe %d: %s %q: the 408 said while idle was taken for the answer", i, r.Outcome, r.Reason)
+		}
+		<-said
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections for 3 probes, want 3", n)
+	}
+}
+
+// TestHTTPReuseStopping: a probe on a kept connection when the checks are
+// stopping (ctx ended) returns at once, rather than after connect_timeout.
+func TestHTTPReuseStopping(t *testing.T) {
+	s := newServer(t, true)
+	c, rs := httpChecker("SSL_GET", s, url("/ok"))
+	c.HTTP.ReuseConnection = time.Hour
+	p, _ := NewHTTP(c, rs, "")
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	if r := p.Probe(ctx); r.Outcome != Up {
+		t.Fatalf("%s %q", r.Outcome, r.Reason)
+	}
+	cancel()
+	if r := p.Probe(ctx); r.Latency > c.ConnectTimeout/2 {
+		t.Errorf("a probe after the checks stopped took %s (%s %q)", r.Latency, r.Outcome, r.Reason)
+	}
 }

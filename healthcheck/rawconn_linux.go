@@ -280,6 +280,21 @@ func (c *rawConn) Close() error {
 	return c.f.Close()
 }
 
+// quiet tells whether nothing waits to be read on the connection, not
+// even its end: an idle kept connection must be (quiet), or the server
+// said something (a 408, a close) that is not the answer to the next
+// request.
+func (c *rawConn) quiet() bool {
+	ok := false
+	c.rc.Control(func(fd uintptr) {
+		var b [1]byte
+		_, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+			unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		ok = errno == unix.EAGAIN
+	})
+	return ok
+}
+
 func (c *rawConn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "tcp", Addr: c.RemoteAddr(), Err: err}
 }

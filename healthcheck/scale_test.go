@@ -68,7 +68,13 @@ func serveFarm() error {
 // CPU per probe and memory over 20 s. keepalived's checker cannot run
 // here (it needs IPVS): this is directord alone, on a real kernel, where
 // the guest's benchmark cannot go.
-func BenchmarkChecks10k(b *testing.B) {
+func BenchmarkChecks10k(b *testing.B) { checks10k(b, 0) }
+
+// BenchmarkChecks10kReuse is BenchmarkChecks10k with reuse_connection 60
+// (a directord extension): each check keeps its connection.
+func BenchmarkChecks10kReuse(b *testing.B) { checks10k(b, time.Minute) }
+
+func checks10k(b *testing.B, reuse time.Duration) {
 	farm := exec.Command(os.Args[0])
 	farm.Env = append(os.Environ(), farmEnv+"=1")
 	stdin, err := farm.StdinPipe()
@@ -99,7 +105,8 @@ func BenchmarkChecks10k(b *testing.B) {
 		for range 100 {
 			c := &config.Checker{Type: "SSL_GET", ConnectTimeout: 2 * time.Second, Retry: 1,
 				DelayLoop: 2 * time.Second, DelayBeforeRetry: time.Second,
-				HTTP: &config.HTTPCheck{URLs: []*config.URL{{Path: "/healthz", StatusCodes: []config.StatusRange{{Min: 200, Max: 200}}}}}}
+				HTTP: &config.HTTPCheck{URLs: []*config.URL{{Path: "/healthz", StatusCodes: []config.StatusRange{{Min: 200, Max: 200}}}},
+					ReuseConnection: reuse}}
 			vs.RealServers = append(vs.RealServers, &config.RealServer{Addr: addr, Weight: 1, Checkers: []*config.Checker{c}})
 		}
 		cfg.VirtualServers = append(cfg.VirtualServers, vs)

@@ -324,23 +324,29 @@ func (r *results) rows() []row {
 		}
 	}
 
-	// 10,000 real servers: on the host, directord alone.
-	if _, ok := r.get("Checks10k", "checks/s"); ok {
-		const lbl = "checks, 10,000 real servers (SSL_GET every 2 s) on the host, directord alone (keepalived's checker needs IPVS)"
-		x = r.pair(lbl+": probes per second (of 5,000)", "Checks10k", "checks/s", "", "", "keepalived", "/s", 1)
+	// 10,000 real servers: on the host, directord alone, as keepalived
+	// checks and with reuse_connection.
+	for _, v := range []struct{ name, lbl string }{
+		{"Checks10k", "checks, 10,000 real servers (SSL_GET every 2 s) on the host, directord alone (keepalived's checker needs IPVS)"},
+		{"Checks10kReuse", "the same, with reuse_connection 60"},
+	} {
+		if _, ok := r.get(v.name, "checks/s"); !ok {
+			continue
+		}
+		x = r.pair(v.lbl+": probes per second (of 5,000)", v.name, "checks/s", "", "", "keepalived", "/s", 1)
 		x.reference = "none here"
 		x.why = "the HTTPS server answering them shares the host's two cores"
 		if x.haveD {
 			x.aim, x.verdict = "at least 90% of 5000", verdict(&x, x.d >= 4500)
 		}
 		add(x)
-		x = r.pair(lbl+": CPU", "Checks10k", "cpu-s/s", "", "", "keepalived", "s/s", 1)
+		x = r.pair(v.lbl+": CPU", v.name, "cpu-s/s", "", "", "keepalived", "s/s", 1)
 		x.reference = "none here"
 		add(x)
-		x = r.pair(lbl+": CPU per probe", "Checks10k", "cpu-ms/check", "", "", "keepalived", "ms", 1)
+		x = r.pair(v.lbl+": CPU per probe", v.name, "cpu-ms/check", "", "", "keepalived", "ms", 1)
 		x.reference = "none here"
 		add(x)
-		x = r.pair(lbl+": memory (RSS)", "Checks10k", "rss-MB", "", "", "keepalived", "MB", 1)
+		x = r.pair(v.lbl+": memory (RSS)", v.name, "rss-MB", "", "", "keepalived", "MB", 1)
 		x.reference = "none here"
 		r.atMost(&x, 100, "MB", "")
 		add(x)
@@ -367,7 +373,10 @@ func (r *results) checkSizes() []int {
 	var out []int
 	for name := range r.m {
 		var n int
-		if _, err := fmt.Sscanf(name, "ChecksBesideKeepalived/rs=%d/directord", &n); err == nil {
+		// Sscanf ignores what follows the pattern: directord+reuse, the
+		// same size, is not counted again.
+		if _, err := fmt.Sscanf(name, "ChecksBesideKeepalived/rs=%d/directord", &n); err == nil &&
+			name == fmt.Sprintf("ChecksBesideKeepalived/rs=%d/directord", n) {
 			out = append(out, n)
 		}
 	}
