@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -136,6 +138,14 @@ func checks10k(b *testing.B, reuse time.Duration) {
 		time.Sleep(20 * time.Second)
 		c1, n1, f1, t1 := selfCPU(), probes.Load(), failed.Load(), time.Now()
 		rss := selfRSS()
+		if f := os.Getenv("DIRECTORD_HEAPPROFILE"); f != "" {
+			// What the checks hold, for a look with go tool pprof.
+			runtime.GC()
+			if out, err := os.Create(f); err == nil {
+				pprof.WriteHeapProfile(out)
+				out.Close()
+			}
+		}
 		cancel()
 		<-done
 		win := t1.Sub(t0).Seconds()
