@@ -88,6 +88,10 @@ func New(t nstest.TB, o Options) *Lab {
 		}
 		t.Cleanup(func() { c.Close() })
 		d.ipvs = c
+		// As docs/install.md recommends: without it, a new connection
+		// whose client port is that of a connection to a real server
+		// that died (its entry lives on) goes to the dead server.
+		l.sysctl(d.NS, "net/ipv4/vs/expire_nodest_conn", "1")
 		d.WriteConfig(RealAddrs)
 		l.Directors = append(l.Directors, d)
 	}
