@@ -227,6 +227,9 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		return fmt.Errorf("virtual servers: %w", err)
 	}
 	lvs.KeepOnStop = d.o.keepIPVS
+	for _, w := range ipvsAdvice(os.ReadFile) {
+		d.log.Warn(w)
+	}
 	d.gen = 0 // a new LVS's first generation
 	checks, err := d.newChecks(cfg, lvs)
 	if err != nil {
@@ -526,4 +529,17 @@ func newLogger(o *options, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// ipvsAdvice is what this namespace's IPVS settings (read with read, a
+// path under /proc/sys) do that an operator of a director would not want,
+// one warning each: docs/install.md.
+func ipvsAdvice(read func(string) ([]byte, error)) []string {
+	var out []string
+	if b, err := read("/proc/sys/net/ipv4/vs/expire_nodest_conn"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		out = append(out, "net.ipv4.vs.expire_nodest_conn is 0: a new connection that reuses the client port of a "+
+			"connection to a real server taken out of the pool goes to that server, and its packets are dropped; "+
+			"set it to 1 (docs/install.md)")
+	}
+	return out
 }
