@@ -284,6 +284,12 @@ func (r *results) rows() []row {
 		x.why = cpuWhy
 		r.ratioAtMost(&x, 0.5, "half of keepalived's")
 		add(x)
+		if _, ok := r.get(d, "guest-cpu-ms/check"); ok {
+			x = r.pair(lbl+": the whole guest's CPU per check served (the daemon's, the HTTPS server's and the kernel's; measured by a spinner of lowest priority)", d, "guest-cpu-ms/check", k, "guest-cpu-ms/check", "keepalived's checker", "ms", 1)
+			x.guest = true
+			x.why = "the HTTPS server's work counts here: it answers directord's resumed handshakes (or its kept connections) and keepalived's full ones"
+			add(x)
+		}
 		x = r.pair(lbl+fmt.Sprintf(": checks served per second (of %.0f; directord's cycles are up to 10 %% shorter)", want), d, "checks/s", k, "checks/s", "keepalived's checker", "/s", 1)
 		x.guest = true
 		x.why = overload
