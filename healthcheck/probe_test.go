@@ -767,3 +767,50 @@ func TestHTTPReuseStopping(t *testing.T) {
 		t.Errorf("a probe after the checks stopped took %s (%s %q)", r.Latency, r.Outcome, r.Reason)
 	}
 }
+
+// TestHTTPReuseNotWithBytesAfterTheAnswer: an answer followed at once by
+// more than it (here a 408, in the same write) leaves its connection
+// unkept, though the server keeps it open: those bytes would answer the
+// next request.
+func TestHTTPReuseNotWithBytesAfterTheAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\nHTTP/1.1 408 Request Timeout\r\n\r\n")
+				}
+			}()
+		}
+	}()
+	c := &config.Checker{Type: "HTTP_GET", ConnectTimeout: 500 * time.Millisecond,
+		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}
+	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 3 {
+		if r := probe(t, p); r.Outcome != Up {
+			t.Fatalf("probe %d: %s %q", i, r.Outcome, r.Reason)
+		}
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections for 3 probes, want 3: an answer with bytes after it kept its connection", n)
+	}
+}

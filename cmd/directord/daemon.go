@@ -537,9 +537,9 @@ func newLogger(o *options, w io.Writer) *slog.Logger {
 func ipvsAdvice(read func(string) ([]byte, error)) []string {
 	var out []string
 	if b, err := read("/proc/sys/net/ipv4/vs/expire_nodest_conn"); err == nil && strings.TrimSpace(string(b)) == "0" {
-		out = append(out, "net.ipv4.vs.expire_nodest_conn is 0: a new connection that reuses the client port of a "+
-			"connection to a real server taken out of the pool goes to that server, and its packets are dropped; "+
-			"set it to 1 (docs/install.md)")
+		out = append(out, "net.ipv4.vs.expire_nodest_conn is 0: a new connection that reuses the client port of an "+
+			"unfinished connection to a real server taken out of the pool is dropped (or, at weight 0, sent to that server) "+
+			"until the old entry times out; set it to 1 (docs/install.md)")
 	}
 	return out
 }

@@ -89,8 +89,9 @@ func New(t nstest.TB, o Options) *Lab {
 		t.Cleanup(func() { c.Close() })
 		d.ipvs = c
 		// As docs/install.md recommends: without it, a new connection
-		// whose client port is that of a connection to a real server
-		// that died (its entry lives on) goes to the dead server.
+		// whose client port is that of an unfinished connection to a
+		// real server taken out of the pool (its entry lives on) is
+		// dropped by the director until that entry times out.
 		l.sysctl(d.NS, "net/ipv4/vs/expire_nodest_conn", "1")
 		d.WriteConfig(RealAddrs)
 		l.Directors = append(l.Directors, d)

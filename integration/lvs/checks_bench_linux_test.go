@@ -249,7 +249,7 @@ func measureChecks(b *testing.B, who, bin, conf string, nVS, nRS int) {
 	win := t1.Sub(t0).Seconds()
 	// The whole guest's CPU, by what the spinner got: the daemon's, the
 	// HTTPS server's and the kernel's work for both.
-	guest := sp.busy(s1-s0, t1.Sub(t0))
+	guest := sp.busy(b, s1-s0, t1.Sub(t0))
 	b.ReportMetric(guest, "guest-cpu-s/s")
 	if n1 > n0 {
 		b.ReportMetric(guest*win*1000/float64(n1-n0), "guest-cpu-ms/check")
@@ -329,4 +329,8 @@ func measureChecks(b *testing.B, who, bin, conf string, nVS, nRS int) {
 	b.ReportMetric(up.Seconds(), "up-worst-s")
 	b.ReportMetric(float64(missedDown+missedUp), "missed")
 	p.Stop(30 * time.Second)
+	// The spinner's idle rate again, the daemon stopped: a calibration
+	// that moved says the host's own load moved under the window.
+	b.ReportMetric(sp.idle, "spinner-idle-before")
+	b.ReportMetric(sp.rate(b, 3*time.Second), "spinner-idle-after")
 }
