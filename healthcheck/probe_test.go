@@ -707,38 +707,15 @@ func TestHTTPReuseClosedAtStop(t *testing.T) {
 // unasked on an idle kept connection (a 408 before closing it, as some
 // do) is not judged by it: the next probe opens a new connection.
 func TestHTTPReuseStaleAnswerWhileIdle(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	said := make(chan struct{}, 10)
-	var conns atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
-				io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n")
-				said <- struct{}{}
-			}()
+	p, conns := rawServerProber(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
-	c := &config.Checker{Type: "HTTP_GET", ConnectTimeout: 500 * time.Millisecond,
-		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}
-	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+		io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n")
+		said <- struct{}{}
+	})
 	for i := range 3 {
 		if r := probe(t, p); r.Outcome != Up {
 			t.Fatalf("probe %d: %s %q: the 408 said while idle was taken for the answer", i, r.Outcome, r.Reason)
@@ -748,6 +725,41 @@ func TestHTTPReuseStaleAnswerWhileIdle(t *testing.T) {
 	if n := conns.Load(); n != 3 {
 		t.Errorf("%d connections for 3 probes, want 3", n)
 	}
+}
+
+// rawServerProber serves each connection to a listener on loopback with
+// serve (which closes nothing: the connection is closed after it), and
+// returns an HTTP_GET prober of it with reuse_connection, closed with the
+// test, and the count of connections accepted.
+func rawServerProber(t *testing.T, serve func(net.Conn)) (*HTTP, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns := new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	c := &config.Checker{Type: "HTTP_GET", ConnectTimeout: 500 * time.Millisecond,
+		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}
+	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, conns
 }
 
 // TestHTTPReuseStopping: a probe on a kept connection when the checks are
@@ -773,38 +785,15 @@ func TestHTTPReuseStopping(t *testing.T) {
 // unkept, though the server keeps it open: those bytes would answer the
 // next request.
 func TestHTTPReuseNotWithBytesAfterTheAnswer(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var conns atomic.Int64
-	go func() {
+	p, conns := rawServerProber(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := http.ReadRequest(br); err != nil {
 				return
 			}
-			conns.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					if _, err := http.ReadRequest(br); err != nil {
-						return
-					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\nHTTP/1.1 408 Request Timeout\r\n\r\n")
-				}
-			}()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\nHTTP/1.1 408 Request Timeout\r\n\r\n")
 		}
-	}()
-	c := &config.Checker{Type: "HTTP_GET", ConnectTimeout: 500 * time.Millisecond,
-		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}
-	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	})
 	for i := range 3 {
 		if r := probe(t, p); r.Outcome != Up {
 			t.Fatalf("probe %d: %s %q", i, r.Outcome, r.Reason)
