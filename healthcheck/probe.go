@@ -66,12 +66,20 @@ func TargetOf(c *config.Checker, rs *config.RealServer) Target {
 func closeNow(c net.Conn) {
 	if s, ok := c.(*stoppable); ok {
 		s.stop()
+	}
+	socket(c).Close()
+}
+
+// socket is the TCP connection under a probe's connection: under its
+// context watch (stoppable) and its TLS, if any.
+func socket(c net.Conn) net.Conn {
+	if s, ok := c.(*stoppable); ok {
 		c = s.Conn
 	}
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	c.Close()
+	return c
 }
 
 // LocalFault tells whether err is the director's own fault rather than
@@ -373,35 +381,7 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 			host = pu.Host
 		}
 	}
-	k := p.take(ctx, deadline.Add(-p.Target.Timeout))
-	for {
-		if k == nil {
-			// One request on a connection of its own, written and read
-			// here rather than through net/http's Transport, whose
-			// goroutines and channels per connection cost more than the
-			// request when thousands of checks run.
-			opened := deadline.Add(-p.Target.Timeout)
-			conn, err := p.dial(ctx, opened, deadline)
-			if err != nil {
-				what := "GET " + path
-				var te *tlsError
-				if !errors.As(err, &te) {
-					return failure(start, what, err), false
-				}
-				r := failure(start, "TLS handshake", err)
-				if t := te.timing(); t != "" {
-					r.Reason += " (" + t + ")"
-				}
-				return r, false
-			}
-			res, ok, keep, _ := p.exchange(conn, u, path, host, start)
-			if keep {
-				p.kept = &kept{conn: conn, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
-			} else {
-				closeNow(conn)
-			}
-			return res, ok
-		}
+	if k := p.take(ctx, deadline.Add(-p.Target.Timeout)); k != nil {
 		k.conn.SetDeadline(deadline)
 		if ctx.Err() != nil {
 			k.conn.SetDeadline(time.Now()) // the checks are stopping
@@ -421,9 +401,39 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 		// server closed or reset it while idle, or it hung): that proves
 		// nothing of the server, which is asked again on a new
 		// connection, with a connect_timeout of its own.
-		k = nil
 		deadline = time.Now().Add(p.Target.Timeout)
 	}
+	return p.fresh(ctx, u, path, host, start, deadline)
+}
+
+// fresh fetches one URL on a connection of its own, opened for it, which
+// it keeps for the next probes if it may (reuse_connection).
+func (p *HTTP) fresh(ctx context.Context, u *config.URL, path, host string, start, deadline time.Time) (Result, bool) {
+	// One request on a connection of its own, written and read here
+	// rather than through net/http's Transport, whose goroutines and
+	// channels per connection cost more than the request when thousands
+	// of checks run.
+	opened := deadline.Add(-p.Target.Timeout)
+	conn, err := p.dial(ctx, opened, deadline)
+	if err != nil {
+		what := "GET " + path
+		var te *tlsError
+		if !errors.As(err, &te) {
+			return failure(start, what, err), false
+		}
+		r := failure(start, "TLS handshake", err)
+		if t := te.timing(); t != "" {
+			r.Reason += " (" + t + ")"
+		}
+		return r, false
+	}
+	res, ok, keep, _ := p.exchange(conn, u, path, host, start)
+	if keep {
+		p.kept = &kept{conn: conn, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
+	} else {
+		closeNow(conn)
+	}
+	return res, ok
 }
 
 // kept is the connection a passing probe left open for the next
@@ -459,13 +469,7 @@ var readers = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
 // quiet tells whether nothing waits to be read on c (see rawConn.quiet);
 // a connection of another kind is taken as quiet.
 func quiet(c net.Conn) bool {
-	if s, ok := c.(*stoppable); ok {
-		c = s.Conn
-	}
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	if q, ok := c.(interface{ quiet() bool }); ok {
+	if q, ok := socket(c).(interface{ quiet() bool }); ok {
 		return q.quiet()
 	}
 	return true

@@ -534,16 +534,27 @@ func TestHTTPReuseConnection(t *testing.T) {
 	}
 }
 
-// TestHTTPReuseTwoURLs: the URLs of a probe share the kept connection.
-func TestHTTPReuseTwoURLs(t *testing.T) {
-	s := newServer(t, true)
-	c, rs := httpChecker("SSL_GET", s, url("/ok"), url("/missing", config.StatusRange{Min: 404, Max: 404}))
+// keeping makes a server and a prober of it with reuse_connection (an
+// hour), closed with the test; timeout, if not 0, is its connect_timeout.
+func keeping(t *testing.T, typ string, timeout time.Duration, urls ...*config.URL) (*testServer, *config.Checker, *HTTP) {
+	t.Helper()
+	s := newServer(t, typ == "SSL_GET")
+	c, rs := httpChecker(typ, s, urls...)
+	if timeout > 0 {
+		c.ConnectTimeout = timeout
+	}
 	c.HTTP.ReuseConnection = time.Hour
 	p, err := NewHTTP(c, rs, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
+	return s, c, p
+}
+
+// TestHTTPReuseTwoURLs: the URLs of a probe share the kept connection.
+func TestHTTPReuseTwoURLs(t *testing.T) {
+	s, _, p := keeping(t, "SSL_GET", 0, url("/ok"), url("/missing", config.StatusRange{Min: 404, Max: 404}))
 	for range 3 {
 		if r := probe(t, p); r.Outcome != Up {
 			t.Fatalf("%s %q", r.Outcome, r.Reason)
@@ -561,11 +572,7 @@ func TestHTTPReuseTwoURLs(t *testing.T) {
 // 500) counts as it came, and its connection is not kept.
 func TestHTTPReuseKeptConnectionFails(t *testing.T) {
 	t.Run("closed while idle", func(t *testing.T) {
-		s := newServer(t, true)
-		c, rs := httpChecker("SSL_GET", s, url("/ok"))
-		c.HTTP.ReuseConnection = time.Hour
-		p, _ := NewHTTP(c, rs, "")
-		defer p.Close()
+		s, _, p := keeping(t, "SSL_GET", 0, url("/ok"))
 		probe(t, p)
 		s.CloseClientConnections()
 		<-s.closed
@@ -577,11 +584,7 @@ func TestHTTPReuseKeptConnectionFails(t *testing.T) {
 		}
 	})
 	t.Run("hung", func(t *testing.T) {
-		s := newServer(t, false)
-		c, rs := httpChecker("HTTP_GET", s, url("/first-only"))
-		c.HTTP.ReuseConnection = time.Hour
-		p, _ := NewHTTP(c, rs, "")
-		defer p.Close()
+		s, c, p := keeping(t, "HTTP_GET", 0, url("/first-only"))
 		probe(t, p)
 		r := probe(t, p)
 		if r.Outcome != Up {
@@ -598,13 +601,8 @@ func TestHTTPReuseKeptConnectionFails(t *testing.T) {
 		// The bound reuse_connection adds: the first failing probe waits
 		// for the kept connection, then for a new one (two
 		// connect_timeouts); the next, on a new connection, for one.
-		s := newServer(t, false)
 		u := url("/ok")
-		c, rs := httpChecker("HTTP_GET", s, u)
-		c.ConnectTimeout = 200 * time.Millisecond
-		c.HTTP.ReuseConnection = time.Hour
-		p, _ := NewHTTP(c, rs, "")
-		defer p.Close()
+		_, c, p := keeping(t, "HTTP_GET", 200*time.Millisecond, u)
 		probe(t, p)
 		u.Path = "/slow"
 		for i, want := range []time.Duration{2 * c.ConnectTimeout, c.ConnectTimeout} {
@@ -621,12 +619,7 @@ func TestHTTPReuseKeptConnectionFails(t *testing.T) {
 		// A connection used a moment ago by the probe's first URL is not
 		// idle: its failure counts, and each probe takes one
 		// connect_timeout, not two.
-		s := newServer(t, false)
-		c, rs := httpChecker("HTTP_GET", s, url("/ok"), url("/slow"))
-		c.ConnectTimeout = 200 * time.Millisecond
-		c.HTTP.ReuseConnection = time.Hour
-		p, _ := NewHTTP(c, rs, "")
-		defer p.Close()
+		_, c, p := keeping(t, "HTTP_GET", 200*time.Millisecond, url("/ok"), url("/slow"))
 		for i := range 2 {
 			r := probe(t, p)
 			if r.Outcome != Down || r.Reason != "GET /slow: timed out" {
@@ -638,12 +631,8 @@ func TestHTTPReuseKeptConnectionFails(t *testing.T) {
 		}
 	})
 	t.Run("status 500", func(t *testing.T) {
-		s := newServer(t, false)
 		u := url("/ok")
-		c, rs := httpChecker("HTTP_GET", s, u)
-		c.HTTP.ReuseConnection = time.Hour
-		p, _ := NewHTTP(c, rs, "")
-		defer p.Close()
+		s, _, p := keeping(t, "HTTP_GET", 0, u)
 		probe(t, p)
 		u.Path = "/fail"
 		if r := probe(t, p); r.Outcome != Down || r.Reason != "GET /fail: status 500" {
@@ -765,11 +754,7 @@ func rawServerProber(t *testing.T, serve func(net.Conn)) (*HTTP, *atomic.Int64) 
 // TestHTTPReuseStopping: a probe on a kept connection when the checks are
 // stopping (ctx ended) returns at once, rather than after connect_timeout.
 func TestHTTPReuseStopping(t *testing.T) {
-	s := newServer(t, true)
-	c, rs := httpChecker("SSL_GET", s, url("/ok"))
-	c.HTTP.ReuseConnection = time.Hour
-	p, _ := NewHTTP(c, rs, "")
-	defer p.Close()
+	_, c, p := keeping(t, "SSL_GET", 0, url("/ok"))
 	ctx, cancel := context.WithCancel(context.Background())
 	if r := p.Probe(ctx); r.Outcome != Up {
 		t.Fatalf("%s %q", r.Outcome, r.Reason)
