@@ -171,6 +171,12 @@ type HTTP struct {
 // NewHTTP makes the prober of an HTTP_GET or SSL_GET checker; ca is the
 // global SSL block's CA file, for verify_certificate.
 func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error) {
+	return newHTTP(c, rs, ca, nil)
+}
+
+// newHTTP is NewHTTP with the TLS settings of a Runner's checks shared
+// (tlsShare); nil: the prober's own.
+func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share tlsShare) (*HTTP, error) {
 	t := TargetOf(c, rs)
 	h := c.HTTP
 	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost, SlotWait: max(c.DelayLoop, time.Second), reuse: h.ReuseConnection}
@@ -178,36 +184,31 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 		p.Host = rs.VirtualHost
 	}
 	if c.Type == "SSL_GET" {
-		cfg := &tls.Config{
-			InsecureSkipVerify: !h.VerifyCertificate, // keepalived never verifies
-			ClientSessionCache: tls.NewLRUClientSessionCache(4),
-			MinVersion:         tls.VersionTLS12,
-			// Classic X25519 as OpenSSL offers it: the post-quantum
-			// hybrid Go prefers costs more than a health check is worth.
-			CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
-			Time:             clock.Now, // see clock
-		}
+		k := tlsKey{verify: h.VerifyCertificate}
 		name := h.SNIName
 		if name == "" {
 			name = p.Host
 		}
 		if h.EnableSNI || h.VerifyCertificate {
-			cfg.ServerName = name
+			k.name = name
+			// TLS keeps a session by server name where there is one,
+			// else by address: one per target either way.
+			k.target = t.Addr
 		}
 		if h.VerifyCertificate {
 			if name == "" {
 				return nil, errors.New("verify_certificate needs a server name: sni_name or virtualhost")
 			}
-			if ca != "" {
-				pem, err := os.ReadFile(ca)
-				if err != nil {
-					return nil, fmt.Errorf("SSL ca: %w", err)
-				}
-				pool := x509.NewCertPool()
-				if !pool.AppendCertsFromPEM(pem) {
-					return nil, fmt.Errorf("SSL ca %s: no certificate", ca)
-				}
-				cfg.RootCAs = pool
+			k.ca = ca
+		}
+		cfg := share[k]
+		if cfg == nil {
+			var err error
+			if cfg, err = newTLSConfig(k); err != nil {
+				return nil, err
+			}
+			if share != nil {
+				share[k] = cfg
 			}
 		}
 		p.TLS = cfg
@@ -217,6 +218,75 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 		p.proto = "HTTP/1.1"
 	}
 	return p, nil
+}
+
+// tlsKey is what tells SSL_GET checkers' TLS settings apart.
+type tlsKey struct {
+	verify bool
+	name   string         // the server name sent (enable_sni, verify_certificate)
+	target netip.AddrPort // with a name: the sessions are kept by it
+	ca     string         // verify_certificate's CA file
+}
+
+// tlsShare holds one TLS configuration, and so one session cache, for
+// the SSL_GET checkers of the same settings. At 10,000 checks a
+// configuration of each checker's own was a tenth of the checks' memory.
+type tlsShare map[tlsKey]*tls.Config
+
+func newTLSConfig(k tlsKey) (*tls.Config, error) {
+	cfg := &tls.Config{
+		InsecureSkipVerify: !k.verify, // keepalived never verifies
+		// One session per cache key: the server's address, or the server
+		// name sent, which is kept apart by target (tlsKey). A check
+		// resumes its last session: no certificate, no signature.
+		ClientSessionCache: &sessions{m: map[string]*tls.ClientSessionState{}},
+		MinVersion:         tls.VersionTLS12,
+		// Classic X25519 as OpenSSL offers it: the post-quantum
+		// hybrid Go prefers costs more than a health check is worth.
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+		Time:             clock.Now, // see clock
+		ServerName:       k.name,
+	}
+	if k.ca != "" {
+		pem, err := os.ReadFile(k.ca)
+		if err != nil {
+			return nil, fmt.Errorf("SSL ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("SSL ca %s: no certificate", k.ca)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// sessions is a TLS client session cache of one session per key. Its
+// keys are the targets of the checks that share it, a set the
+// configuration bounds, so it needs no eviction (tls's LRU cache keeps a
+// list beside its map, and each checker had one of its own).
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]*tls.ClientSessionState
+}
+
+func (s *sessions) Get(key string) (*tls.ClientSessionState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok := s.m[key]
+	return cs, ok
+}
+
+// Put keeps cs, or forgets the key's session for a nil cs (tls's
+// signal that it failed).
+func (s *sessions) Put(key string, cs *tls.ClientSessionState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cs == nil {
+		delete(s.m, key)
+		return
+	}
+	s.m[key] = cs
 }
 
 // dial opens the probe's connection: TCP, then TLS for SSL_GET, with our

@@ -35,9 +35,10 @@ type testServer struct {
 	snis  []string
 	// conns counts the connections accepted; closed receives the address
 	// of each that ended; asked counts the requests per connection.
-	conns  atomic.Int64
-	closed chan string
-	asked  map[string]int
+	conns   atomic.Int64
+	resumed atomic.Int64 // requests on a resumed TLS session
+	closed  chan string
+	asked   map[string]int
 }
 
 const body = "this cache works\n"
@@ -51,6 +52,9 @@ func newServer(t *testing.T, tlsOn bool) *testServer {
 		s.asked[r.RemoteAddr]++
 		n := s.asked[r.RemoteAddr]
 		s.mu.Unlock()
+		if r.TLS != nil && r.TLS.DidResume {
+			s.resumed.Add(1)
+		}
 		switch r.URL.Path {
 		case "/first-only": // answers a connection's first request only
 			if n > 1 {
@@ -339,6 +343,52 @@ func TestMiscProbe(t *testing.T) {
 	}
 	if _, err := NewMisc(c, &config.Global{}); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestTLSSessionsSharedPerTarget: a Runner's SSL_GET checkers of the same
+// settings share one TLS configuration, and each target still resumes its
+// own session, by address, or by target where a server name is sent.
+// Each test server has its own ticket keys: a session taken for another
+// target would not resume.
+func TestTLSSessionsSharedPerTarget(t *testing.T) {
+	for _, sni := range []bool{false, true} {
+		t.Run(fmt.Sprintf("enable_sni=%v", sni), func(t *testing.T) {
+			a, b := newServer(t, true), newServer(t, true)
+			vs := &config.VirtualServer{}
+			for _, s := range []*testServer{a, b} {
+				c, rs := httpChecker("SSL_GET", s, url("/ok"))
+				c.HTTP.EnableSNI, c.HTTP.SNIName = sni, "cache.example"
+				rs.Checkers = []*config.Checker{c}
+				vs.RealServers = append(vs.RealServers, rs)
+			}
+			r, err := New(&config.Config{VirtualServers: []*config.VirtualServer{vs}}, func(Event) {}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pa, pb := r.checks[0].Prober.(*HTTP), r.checks[1].Prober.(*HTTP)
+			if shared := pa.TLS == pb.TLS; shared == sni {
+				t.Errorf("one TLS configuration for both targets: %v, want %v", shared, !sni)
+			}
+			for range 2 {
+				for _, p := range []*HTTP{pa, pb} {
+					if res := probe(t, p); res.Outcome != Up {
+						t.Fatal(res)
+					}
+				}
+			}
+			if a.resumed.Load() != 1 || b.resumed.Load() != 1 {
+				t.Errorf("sessions resumed: %d and %d, want 1 each (the second probe of each target)", a.resumed.Load(), b.resumed.Load())
+			}
+			for _, s := range []*testServer{a, b} {
+				s.mu.Lock()
+				names := strings.Join(s.snis, ",")
+				s.mu.Unlock()
+				if want := map[bool]string{false: ",", true: "cache.example,cache.example"}[sni]; names != want {
+					t.Errorf("server names sent %q, want %q", names, want)
+				}
+			}
+		})
 	}
 }
 

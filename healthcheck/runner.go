@@ -154,6 +154,7 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 		ca = cfg.SSL.CA
 	}
 	var errs []error
+	share := tlsShare{}
 	for pi, vs := range cfg.VirtualServers {
 		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
 		for ri, rs := range vs.RealServers {
@@ -166,7 +167,7 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 				var err error
 				switch c.Type {
 				case "HTTP_GET", "SSL_GET":
-					pr, err = NewHTTP(c, rs, ca)
+					pr, err = newHTTP(c, rs, ca, share)
 				case "TCP_CHECK":
 					pr = &TCP{Target: TargetOf(c, rs)}
 				case "MISC_CHECK":
