@@ -88,9 +88,6 @@ func socket(c net.Conn) net.Conn {
 // proves nothing. (No route, ENETUNREACH, may be a remote router's answer:
 // it is a silent failure that EgressDown judges.)
 func LocalFault(err error) bool {
-	if errors.Is(err, errNoSlot) {
-		return true
-	}
 	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM,
 		syscall.ENETDOWN, syscall.EADDRNOTAVAIL, syscall.EADDRINUSE, syscall.EPERM} {
 		if errors.Is(err, e) {
@@ -163,9 +160,9 @@ type HTTP struct {
 	reuse  time.Duration // reuse_connection: 0 for a connection per URL and probe
 	kept   *kept         // the connection the last passing probe kept; probes of a check run one at a time
 	probes uint64        // probes so far, to tell a connection idle since an earlier probe
-	// SlotWait bounds the wait for a handshake slot: the checker's
-	// delay_loop (its next probe is due by then), at least 1 s.
-	SlotWait time.Duration
+	// unreachable: the last connection failed; the next connects before
+	// it takes a handshake slot (see dial).
+	unreachable bool
 }
 
 // NewHTTP makes the prober of an HTTP_GET or SSL_GET checker; ca is the
@@ -179,7 +176,7 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share tlsShare) (*HTTP, error) {
 	t := TargetOf(c, rs)
 	h := c.HTTP
-	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost, SlotWait: max(c.DelayLoop, time.Second), reuse: h.ReuseConnection}
+	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost, reuse: h.ReuseConnection}
 	if p.Host == "" {
 		p.Host = rs.VirtualHost
 	}
@@ -301,13 +298,38 @@ func (s *sessions) Put(key string, cs *tls.ClientSessionState) {
 // director's own CPU, does not count against the deadline: an overloaded
 // director checks less often, where counting it would time out every
 // handshake at once, fail healthy servers and add retries to the load.
+//
+// An SSL_GET probe takes its slot before it connects, and waits for one
+// as long as it takes: an overloaded director checks late, as
+// keepalived's single loop does, and spends its CPU on checks it
+// completes. It used to connect first and give up after a delay_loop
+// without a slot: then an overloaded director spent its CPU on
+// connections opened, left waiting and closed unused on both sides, and
+// on probes retried for nothing, and served no check at all (10,000
+// checks in the benchmark's guest). A check whose last connection failed
+// connects first: a server that does not answer would hold a slot for
+// its whole connect_timeout.
 func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, error) {
+	var queued time.Duration
+	early := p.TLS != nil && !p.unreachable
+	if early {
+		q, err := p.slot(ctx, start)
+		if err != nil {
+			return nil, err
+		}
+		queued = q
+		deadline = deadline.Add(queued)
+	}
 	// The connection's deadline is set once, by rawDial. Every clock
 	// reading counts: where there is no vDSO (the benchmark's guest, some
 	// virtual machines) each is a system call, and they were most of a
 	// check's cost there.
 	raw, err := p.Target.dial(ctx, deadline)
+	p.unreachable = err != nil
 	if err != nil {
+		if early {
+			<-handshakes
+		}
 		return nil, err
 	}
 	// Every path below ends in stop(), directly or through closeNow or
@@ -316,33 +338,22 @@ func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, e
 	if p.TLS == nil {
 		return &stoppable{raw, stop}, nil
 	}
-	connected := time.Since(start)
-	// The handshake is the CPU-heavy part of a check: a bounded number at
-	// once, so that they stay fast when the CPU is what limits them.
-	var queued time.Duration
-	select {
-	case handshakes <- struct{}{}:
-	default:
-		wait := time.NewTimer(max(p.SlotWait, time.Second))
-		select {
-		case handshakes <- struct{}{}:
-			wait.Stop()
-			queued = time.Since(start) - connected
+	connected := time.Since(start) - queued
+	if !early {
+		q, err := p.slot(ctx, start)
+		if err != nil {
+			stop()
+			closeNow(raw)
+			return nil, err
+		}
+		if q > 0 {
+			queued = q - connected
 			// The connection's deadline, moved by the wait, unless ctx
 			// has ended: the AfterFunc's "now" must not be overwritten.
 			raw.SetDeadline(deadline.Add(queued))
 			if ctx.Err() != nil {
 				raw.SetDeadline(time.Now())
 			}
-		case <-wait.C:
-			stop()
-			closeNow(raw)
-			return nil, errNoSlot
-		case <-ctx.Done():
-			wait.Stop()
-			stop()
-			closeNow(raw)
-			return nil, ctx.Err()
 		}
 	}
 	c := tls.Client(raw, p.TLS)
@@ -361,9 +372,23 @@ func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, e
 	return &stoppable{c, stop}, nil
 }
 
-// errNoSlot: no handshake slot came within the probe's SlotWait. The
-// director is short of CPU; that says nothing of the real server.
-var errNoSlot = errors.New("no TLS handshake slot in time: this director is short of CPU")
+// slot takes a handshake slot, waiting for one as long as it takes (the
+// slots are given in turn, and each handshake has its deadline), or
+// until ctx ends. It returns how long after start it got one when it had
+// to wait, else 0 (no clock reading).
+func (p *HTTP) slot(ctx context.Context, start time.Time) (time.Duration, error) {
+	select {
+	case handshakes <- struct{}{}:
+		return 0, nil
+	default:
+	}
+	select {
+	case handshakes <- struct{}{}:
+		return time.Since(start), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
 
 // stoppable is a probe's connection with its context watch, undone at
 // close.

@@ -37,15 +37,17 @@ type testServer struct {
 	// of each that ended; asked counts the requests per connection.
 	conns   atomic.Int64
 	resumed atomic.Int64 // requests on a resumed TLS session
-	closed  chan string
-	asked   map[string]int
+	// accepted receives a value for each connection the server took.
+	accepted chan struct{}
+	closed   chan string
+	asked    map[string]int
 }
 
 const body = "this cache works\n"
 
 func newServer(t *testing.T, tlsOn bool) *testServer {
 	t.Helper()
-	s := &testServer{closed: make(chan string, 100), asked: map[string]int{}}
+	s := &testServer{closed: make(chan string, 100), accepted: make(chan struct{}, 100), asked: map[string]int{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hosts = append(s.hosts, r.Host)
@@ -81,6 +83,10 @@ func newServer(t *testing.T, tlsOn bool) *testServer {
 		switch st {
 		case http.StateNew:
 			s.conns.Add(1)
+			select {
+			case s.accepted <- struct{}{}:
+			default:
+			}
 		case http.StateClosed, http.StateHijacked:
 			select {
 			case s.closed <- c.RemoteAddr().String():
@@ -487,10 +493,29 @@ func TestProbeBindPortAlone(t *testing.T) {
 	}
 }
 
+// takeSlots takes every handshake slot; the function it returns gives
+// them back, once, and is also a cleanup of t.
+func takeSlots(t *testing.T) func() {
+	for range cap(handshakes) {
+		handshakes <- struct{}{}
+	}
+	var once sync.Once
+	give := func() {
+		once.Do(func() {
+			for range cap(handshakes) {
+				<-handshakes
+			}
+		})
+	}
+	t.Cleanup(give)
+	return give
+}
+
 // TestHandshakeQueueIsNotTheServersTime: a probe that waits for a
 // handshake slot (this director's CPU) longer than connect_timeout is not
-// failed for it: its time counts from when it gets the slot. The slots
-// are all taken, and given back after three connect_timeouts.
+// failed for it: its time counts from when it gets the slot. It waits
+// before it connects: the server sees no connection while the slots are
+// all taken (they are given back after three connect_timeouts).
 func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
 	s := newServer(t, true)
 	c, rs := httpChecker("SSL_GET", s, url("/ok"))
@@ -499,20 +524,16 @@ func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range cap(handshakes) {
-		handshakes <- struct{}{}
-	}
-	drain := func() {
-		for range cap(handshakes) {
-			<-handshakes
+	give := takeSlots(t)
+	var given atomic.Bool
+	release := time.AfterFunc(3*c.ConnectTimeout, func() { given.Store(true); give() })
+	defer release.Stop()
+	go func() {
+		<-s.accepted
+		if !given.Load() {
+			t.Error("the probe connected before it had a handshake slot")
 		}
-	}
-	release := time.AfterFunc(3*c.ConnectTimeout, drain)
-	t.Cleanup(func() {
-		if release.Stop() { // the probe returned early: free the slots for the other tests
-			drain()
-		}
-	})
+	}()
 	r := probe(t, p)
 	if r.Outcome != Up {
 		t.Errorf("after waiting for a slot: %s %q", r.Outcome, r.Reason)
@@ -522,27 +543,46 @@ func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
 	}
 }
 
-// TestNoHandshakeSlotIsUnknown: a probe that gets no handshake slot within
-// its SlotWait is unknown (the director is short of CPU), not down.
-func TestNoHandshakeSlotIsUnknown(t *testing.T) {
+// TestHandshakeSlotWaits: with every slot taken, a probe waits for one as
+// long as it takes (an overloaded director checks late) and opens no
+// connection meanwhile; the checks stopping end the wait. A check whose
+// last connection failed connects first and then waits.
+func TestHandshakeSlotWaits(t *testing.T) {
 	s := newServer(t, true)
 	c, rs := httpChecker("SSL_GET", s, url("/ok"))
 	p, err := NewHTTP(c, rs, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.SlotWait = time.Second
-	for range cap(handshakes) {
-		handshakes <- struct{}{}
+	give := takeSlots(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Result)
+	go func() { done <- p.Probe(ctx) }()
+	select {
+	case r := <-done:
+		t.Fatalf("a probe without a slot returned: %s %q", r.Outcome, r.Reason)
+	case <-s.accepted:
+		t.Fatal("a probe without a slot connected")
+	case <-time.After(2 * c.ConnectTimeout):
 	}
-	t.Cleanup(func() {
-		for range cap(handshakes) {
-			<-handshakes
-		}
-	})
-	r := probe(t, p)
-	if r.Outcome != Unknown || !strings.Contains(r.Reason, "short of CPU") {
-		t.Errorf("no slot: %s %q", r.Outcome, r.Reason)
+	cancel()
+	if r := <-done; r.Outcome == Up {
+		t.Errorf("a stopped probe: %s %q", r.Outcome, r.Reason)
+	}
+
+	p.unreachable = true
+	go func() { done <- p.Probe(context.Background()) }()
+	select {
+	case <-s.accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the check whose last connection failed did not connect first")
+	}
+	give()
+	if r := <-done; r.Outcome != Up {
+		t.Errorf("once given a slot: %s %q", r.Outcome, r.Reason)
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
 	}
 }
 
