@@ -99,6 +99,8 @@ bench-ipvs:
 ## memory, adverts under check load. BENCH_ONLY narrows it to one of them
 ## (a -test.bench pattern); BENCH_WRAP="strace -f -c -o F" wraps the daemons;
 ## BENCH_WHO=directord (or keepalived) measures one of them alone.
+## 10,000 real servers (BENCH_SIZES=100x100) need the host's
+## vm.max_map_count raised first: sysctl -w vm.max_map_count=1048576.
 BENCH_SIZES ?= 4x5 5x10 10x10 10x20 20x20
 BENCH_ONLY ?= ChecksBesideKeepalived|DaemonsBesideKeepalived|AdvertsUnderChecks
 bench-lvs:
