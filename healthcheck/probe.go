@@ -181,7 +181,7 @@ func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share tlsShare
 		p.Host = rs.VirtualHost
 	}
 	if c.Type == "SSL_GET" {
-		k := tlsKey{verify: h.VerifyCertificate}
+		k := tlsKey{verify: h.VerifyCertificate, dev: t.Dev, mark: t.Mark, from: t.Bind.Addr()}
 		name := h.SNIName
 		if name == "" {
 			name = p.Host
@@ -223,6 +223,12 @@ type tlsKey struct {
 	name   string         // the server name sent (enable_sni, verify_certificate)
 	target netip.AddrPort // with a name: the sessions are kept by it
 	ca     string         // verify_certificate's CA file
+	// The path to the server: the same address through another
+	// interface, mark or source may be another server (VRFs, overlapping
+	// ranges), whose sessions are its own.
+	dev  string
+	mark uint32
+	from netip.Addr
 }
 
 // tlsShare holds one TLS configuration, and so one session cache, for
@@ -299,19 +305,19 @@ func (s *sessions) Put(key string, cs *tls.ClientSessionState) {
 // director checks less often, where counting it would time out every
 // handshake at once, fail healthy servers and add retries to the load.
 //
-// An SSL_GET probe takes its slot before it connects, and waits for one
-// as long as it takes: an overloaded director checks late, as
-// keepalived's single loop does, and spends its CPU on checks it
-// completes. It used to connect first and give up after a delay_loop
-// without a slot: then an overloaded director spent its CPU on
+// A probe waits for its slot as long as it takes: an overloaded
+// director checks late, as keepalived's single loop does, and spends its
+// CPU on checks it completes. While slots are free it connects first, so
+// that silent servers (a rack without power) hold none for their
+// connect_timeout. When every slot is taken it waits for one before it
+// connects: probes that connected first and then gave up after a
+// delay_loop without a slot made an overloaded director spend its CPU on
 // connections opened, left waiting and closed unused on both sides, and
-// on probes retried for nothing, and served no check at all (10,000
-// checks in the benchmark's guest). A check whose last connection failed
-// connects first: a server that does not answer would hold a slot for
-// its whole connect_timeout.
+// it served no check at all (10,000 checks in the benchmark's guest). A
+// check whose last connection failed always connects first.
 func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, error) {
 	var queued time.Duration
-	early := p.TLS != nil && !p.unreachable
+	early := p.TLS != nil && !p.unreachable && len(handshakes) == cap(handshakes)
 	if early {
 		q, err := p.slot(ctx, start)
 		if err != nil {

@@ -528,13 +528,20 @@ func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
 	var given atomic.Bool
 	release := time.AfterFunc(3*c.ConnectTimeout, func() { given.Store(true); give() })
 	defer release.Stop()
+	early := make(chan bool, 1)
 	go func() {
 		<-s.accepted
-		if !given.Load() {
-			t.Error("the probe connected before it had a handshake slot")
-		}
+		early <- !given.Load()
 	}()
 	r := probe(t, p)
+	select {
+	case e := <-early:
+		if e {
+			t.Error("the probe connected before it had a handshake slot")
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the server saw no connection")
+	}
 	if r.Outcome != Up {
 		t.Errorf("after waiting for a slot: %s %q", r.Outcome, r.Reason)
 	}
@@ -566,8 +573,13 @@ func TestHandshakeSlotWaits(t *testing.T) {
 	case <-time.After(2 * c.ConnectTimeout):
 	}
 	cancel()
-	if r := <-done; r.Outcome == Up {
-		t.Errorf("a stopped probe: %s %q", r.Outcome, r.Reason)
+	select {
+	case r := <-done:
+		if r.Outcome == Up {
+			t.Errorf("a stopped probe: %s %q", r.Outcome, r.Reason)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stopping did not end the wait for a slot")
 	}
 
 	p.unreachable = true
@@ -577,12 +589,25 @@ func TestHandshakeSlotWaits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the check whose last connection failed did not connect first")
 	}
+	select {
+	case r := <-done:
+		t.Fatalf("connected, it returned without a slot: %s %q", r.Outcome, r.Reason)
+	case <-time.After(2 * c.ConnectTimeout):
+	}
 	give()
-	if r := <-done; r.Outcome != Up {
-		t.Errorf("once given a slot: %s %q", r.Outcome, r.Reason)
+	select {
+	case r := <-done:
+		if r.Outcome != Up {
+			t.Errorf("once given a slot: %s %q", r.Outcome, r.Reason)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the probe did not end once given a slot")
 	}
 	if n := s.conns.Load(); n != 1 {
 		t.Errorf("%d connections, want 1", n)
+	}
+	if n := len(handshakes); n != 0 {
+		t.Errorf("%d handshake slots still taken", n)
 	}
 }
 
