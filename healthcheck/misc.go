@@ -43,9 +43,9 @@ func NewMisc(c *config.Checker, g *config.Global) (*Misc, error) {
 
 // Probe runs the script.
 func (p *Misc) Probe(ctx context.Context) Result {
-	start := time.Now()
+	start := monoNow()
 	r := p.Runner.Run(ctx, p.Script, p.Timeout)
-	res := Result{Latency: time.Since(start), Weight: -1}
+	res := done(Result{Weight: -1}, start)
 	switch {
 	case r.TimedOut:
 		res.Outcome, res.Reason = Down, fmt.Sprintf("timed out after %s", p.Timeout)

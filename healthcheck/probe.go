@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"crypto/md5"
+	crand "crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -106,7 +108,16 @@ func failure(start time.Time, what string, err error) Result {
 	}
 	silent := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
-	return Result{Outcome: o, Reason: what + ": " + short(err), Latency: time.Since(start), Weight: -1, Silent: silent}
+	end := monoNow()
+	return Result{Outcome: o, Reason: what + ": " + short(err), Latency: end.Sub(start), Weight: -1, Silent: silent, At: end}
+}
+
+// done is r ended now, started at start: one reading of the clock gives
+// its latency and its time (see monoNow).
+func done(r Result, start time.Time) Result {
+	r.At = monoNow()
+	r.Latency = r.At.Sub(start)
+	return r
 }
 
 // short is an error without the addresses Go repeats in it.
@@ -133,13 +144,13 @@ type TCP struct{ Target Target }
 
 // Probe connects and closes.
 func (p *TCP) Probe(ctx context.Context) Result {
-	start := time.Now()
+	start := monoNow()
 	c, err := p.Target.dial(ctx, start.Add(p.Target.Timeout))
 	if err != nil {
 		return failure(start, "connect", err)
 	}
 	closeNow(c)
-	return Result{Outcome: Up, Reason: "connected", Latency: time.Since(start), Weight: -1}
+	return done(Result{Outcome: Up, Reason: "connected", Weight: -1}, start)
 }
 
 // maxBody bounds what an HTTP check reads of a body, for its digest.
@@ -173,7 +184,7 @@ func NewHTTP(c *config.Checker, rs *config.RealServer, ca string) (*HTTP, error)
 
 // newHTTP is NewHTTP with the TLS settings of a Runner's checks shared
 // (tlsShare); nil: the prober's own.
-func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share tlsShare) (*HTTP, error) {
+func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share *tlsShare) (*HTTP, error) {
 	t := TargetOf(c, rs)
 	h := c.HTTP
 	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost, reuse: h.ReuseConnection}
@@ -198,15 +209,9 @@ func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share tlsShare
 			}
 			k.ca = ca
 		}
-		cfg := share[k]
-		if cfg == nil {
-			var err error
-			if cfg, err = newTLSConfig(k); err != nil {
-				return nil, err
-			}
-			if share != nil {
-				share[k] = cfg
-			}
+		cfg, err := share.config(k)
+		if err != nil {
+			return nil, err
 		}
 		p.TLS = cfg
 	}
@@ -234,10 +239,84 @@ type tlsKey struct {
 // tlsShare holds one TLS configuration, and so one session cache, for
 // the SSL_GET checkers of the same settings. At 10,000 checks a
 // configuration of each checker's own was a tenth of the checks' memory.
-type tlsShare map[tlsKey]*tls.Config
+// It reads each CA file once, however many configurations verify
+// against it (one per target with verify_certificate).
+type tlsShare struct {
+	configs map[tlsKey]*tls.Config
+	pools   map[string]*x509.CertPool
+}
 
-func newTLSConfig(k tlsKey) (*tls.Config, error) {
+func newTLSShare() *tlsShare {
+	return &tlsShare{configs: map[tlsKey]*tls.Config{}, pools: map[string]*x509.CertPool{}}
+}
+
+// config is the configuration for k: the shared one, or with a nil
+// share, one of its own.
+func (s *tlsShare) config(k tlsKey) (*tls.Config, error) {
+	if s == nil {
+		return newTLSConfig(k, nil)
+	}
+	if cfg := s.configs[k]; cfg != nil {
+		return cfg, nil
+	}
+	pool := s.pools[k.ca]
+	if k.ca != "" && pool == nil {
+		var err error
+		if pool, err = readCA(k.ca); err != nil {
+			return nil, err
+		}
+		s.pools[k.ca] = pool
+	}
+	cfg, err := newTLSConfig(k, pool)
+	if err != nil {
+		return nil, err
+	}
+	s.configs[k] = cfg
+	return cfg, nil
+}
+
+// readCA reads verify_certificate's CA file.
+func readCA(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("SSL ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("SSL ca %s: no certificate", path)
+	}
+	return pool, nil
+}
+
+// tlsRand is the source of the TLS clients' random values: ChaCha8
+// (math/rand/v2's cryptographically strong generator), seeded from the
+// system's source. crypto/tls reads two values a handshake from
+// Config.Rand, the hello's random and session ID, both sent in clear;
+// where there is no vDSO each read of the system's source is a system
+// call. The key share's private key still comes from the system's source:
+// crypto/ecdh ignores Config.Rand.
+var tlsRand = func() *lockedRand {
+	var seed [32]byte
+	crand.Read(seed[:])
+	return &lockedRand{r: rand.NewChaCha8(seed)}
+}()
+
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.ChaCha8
+}
+
+func (l *lockedRand) Read(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(b)
+}
+
+// newTLSConfig is the configuration for k, verifying against pool (k.ca
+// read from its file when nil).
+func newTLSConfig(k tlsKey, pool *x509.CertPool) (*tls.Config, error) {
 	cfg := &tls.Config{
+		Rand:               tlsRand,
 		InsecureSkipVerify: !k.verify, // keepalived never verifies
 		// One session per cache key: the server's address, or the server
 		// name sent, which is kept apart by target (tlsKey). A check
@@ -250,17 +329,13 @@ func newTLSConfig(k tlsKey) (*tls.Config, error) {
 		Time:             clock.Now, // see clock
 		ServerName:       k.name,
 	}
-	if k.ca != "" {
-		pem, err := os.ReadFile(k.ca)
-		if err != nil {
-			return nil, fmt.Errorf("SSL ca: %w", err)
+	if k.ca != "" && pool == nil {
+		var err error
+		if pool, err = readCA(k.ca); err != nil {
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("SSL ca %s: no certificate", k.ca)
-		}
-		cfg.RootCAs = pool
 	}
+	cfg.RootCAs = pool
 	return cfg, nil
 }
 
@@ -445,17 +520,17 @@ func (e *tlsError) Unwrap() error { return e.err }
 // Probe fetches every URL in turn; the first that fails decides.
 func (p *HTTP) Probe(ctx context.Context) Result {
 	p.probes++
-	start := time.Now()
+	start := monoNow()
 	for i, u := range p.URLs {
 		from := start
 		if i > 0 {
-			from = time.Now()
+			from = monoNow()
 		}
 		if r, ok := p.get(ctx, u, start, from.Add(p.Target.Timeout)); !ok {
 			return r
 		}
 	}
-	return Result{Outcome: Up, Reason: "all URLs answered", Latency: time.Since(start), Weight: -1}
+	return done(Result{Outcome: Up, Reason: "all URLs answered", Weight: -1}, start)
 }
 
 // get fetches one URL, which must be done by deadline (connect_timeout
@@ -502,7 +577,7 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 		// server closed or reset it while idle, or it hung): that proves
 		// nothing of the server, which is asked again on a new
 		// connection, with a connect_timeout of its own.
-		deadline = time.Now().Add(p.Target.Timeout)
+		deadline = monoNow().Add(p.Target.Timeout)
 	}
 	return p.fresh(ctx, u, path, host, start, deadline)
 }
@@ -625,8 +700,8 @@ func (p *HTTP) exchange(conn net.Conn, u *config.URL, path, host string, start t
 	}
 	if !ok {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-		return Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: status %d", path, resp.StatusCode),
-			Latency: time.Since(start), Weight: -1}, false, false, false
+		return done(Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: status %d", path, resp.StatusCode), Weight: -1},
+			start), false, false, false
 	}
 	// The body is read to its end (up to maxBody), for the digest, and
 	// so that the connection can carry the next request.
@@ -649,8 +724,8 @@ func (p *HTTP) exchange(conn net.Conn, u *config.URL, path, host string, start t
 		return Result{}, true, keep, false
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, u.Digest) {
-		return Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: digest %s, want %s", path, got, strings.ToLower(u.Digest)),
-			Latency: time.Since(start), Weight: -1}, false, false, false
+		return done(Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: digest %s, want %s", path, got, strings.ToLower(u.Digest)),
+			Weight: -1}, start), false, false, false
 	}
 	return Result{}, true, keep, false
 }

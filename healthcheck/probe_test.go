@@ -903,3 +903,39 @@ func TestHTTPReuseNotWithBytesAfterTheAnswer(t *testing.T) {
 		t.Errorf("%d connections for 3 probes, want 3: an answer with bytes after it kept its connection", n)
 	}
 }
+
+// TestCAReadOnce: SSL_GET checkers that verify against the same CA file
+// share its pool, read once, though each target has its TLS
+// configuration (its sessions); and their handshakes verify.
+func TestCAReadOnce(t *testing.T) {
+	a, b := newServer(t, true), newServer(t, true)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	// httptest's servers share one certificate: it is the CA of both.
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: a.Certificate().Raw}), 0o644)
+	vs := &config.VirtualServer{}
+	for _, s := range []*testServer{a, b} {
+		c, rs := httpChecker("SSL_GET", s, url("/ok"))
+		c.HTTP.VerifyCertificate, c.HTTP.SNIName = true, "example.com"
+		rs.Checkers = []*config.Checker{c}
+		vs.RealServers = append(vs.RealServers, rs)
+	}
+	r, err := New(&config.Config{SSL: &config.SSL{CA: ca}, VirtualServers: []*config.VirtualServer{vs}}, func(Event) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, pb := r.checks[0].Prober.(*HTTP), r.checks[1].Prober.(*HTTP)
+	if pa.TLS == pb.TLS {
+		t.Error("one TLS configuration for two targets with verify_certificate")
+	}
+	if pa.TLS.RootCAs == nil || pa.TLS.RootCAs != pb.TLS.RootCAs {
+		t.Error("the CA file read for each target")
+	}
+	if pa.TLS.Rand != tlsRand {
+		t.Error("TLS reads the system's random source for its hello")
+	}
+	for _, p := range []*HTTP{pa, pb} {
+		if res := probe(t, p); res.Outcome != Up {
+			t.Errorf("verified against the shared CA: %s %q", res.Outcome, res.Reason)
+		}
+	}
+}

@@ -154,7 +154,7 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 		ca = cfg.SSL.CA
 	}
 	var errs []error
-	share := tlsShare{}
+	share := newTLSShare()
 	for pi, vs := range cfg.VirtualServers {
 		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
 		for ri, rs := range vs.RealServers {
@@ -324,7 +324,12 @@ func (r *Runner) Run(ctx context.Context) {
 	var due []*Check
 	for {
 		q.mu.Lock()
-		woke := time.Now()
+		woke := monoNow()
+		if woke.Sub(*base.Load()) > time.Second {
+			// The wall clock read again, once a second: monoNow's
+			// base follows a stepped clock.
+			woke = rebase()
+		}
 		clock.set(woke)
 		now := woke.UnixNano()
 		for q.Len() > 0 && q.entries[0].when <= now {
@@ -350,7 +355,7 @@ func (r *Runner) Run(ctx context.Context) {
 				}
 				// The probe starts now, not when the scheduler woke: its
 				// next cycle counts from here.
-				woke = time.Now()
+				woke = monoNow()
 			}
 			due[i] = nil
 			wg.Add(1)
@@ -393,7 +398,10 @@ func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, start time.Ti
 	if ctx.Err() != nil {
 		return // c.due is still this probe's: due at once after a reload
 	}
-	end := time.Now()
+	end := res.At
+	if end.IsZero() {
+		end = monoNow()
+	}
 	clock.set(end)
 	// Only a silent failure can be this director's broken link: a
 	// status 500 or a refused connection came from the real server.
@@ -523,6 +531,37 @@ func (p *pool) local(i int, unknown bool, log *slog.Logger) {
 		p.warned = false
 		log.Info("the virtual server's checks work again", "virtual_server", p.name)
 	}
+}
+
+// monoNow is the time from one reading of the monotonic clock, where
+// time.Now reads two (the wall clock's and the monotonic): where there is
+// no vDSO (the benchmark's User-Mode Linux guest, some virtual machines)
+// each is a system call, and they were most of a check's CPU there. The
+// time of day is base's plus the monotonic time since base, which the
+// scheduler reads again every second (Run): a stepped wall clock shows
+// within a second. Durations between its times are the monotonic
+// clock's.
+//
+// A base older than a minute (no wake-up of the scheduler for that long)
+// is read again; so is one of another clock: testing/synctest's bubbles
+// have a clock of their own, decades away from the process's.
+func monoNow() time.Time {
+	b := base.Load()
+	if d := time.Since(*b); d >= 0 && d < time.Minute {
+		return b.Add(d)
+	}
+	return rebase()
+}
+
+var base atomic.Pointer[time.Time]
+
+func init() { rebase() }
+
+// rebase reads the wall clock as monoNow's base, and returns it.
+func rebase() time.Time {
+	t := time.Now()
+	base.Store(&t)
+	return t
 }
 
 // clock is the checks' latest reading of the time, for what needs the

@@ -514,3 +514,59 @@ func TestSaturatedStartsOnTime(t *testing.T) {
 		}
 	})
 }
+
+// TestMonoNow: one reading of the monotonic clock gives the time, of
+// day too, in the process and in a synctest bubble (whose clock is
+// decades away: the base is read again there).
+func TestMonoNow(t *testing.T) {
+	t0 := time.Now()
+	m := monoNow()
+	t1 := time.Now()
+	if m.Before(t0) || m.After(t1) {
+		t.Errorf("monoNow %v, not between %v and %v", m, t0, t1)
+	}
+	if d := m.Round(0).Sub(t1.Round(0)); d < -time.Second || d > time.Second {
+		t.Errorf("monoNow's time of day is %v from the wall clock's", d)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		m1 := monoNow()
+		if !m1.Equal(time.Now()) {
+			t.Errorf("in a bubble, monoNow %v, want the bubble's %v", m1, time.Now())
+		}
+		time.Sleep(5 * time.Second)
+		if d := monoNow().Sub(m1); d != 5*time.Second {
+			t.Errorf("in a bubble, 5 s later monoNow moved %v", d)
+		}
+	})
+	if d := time.Until(monoNow()); d < -time.Second || d > time.Second {
+		t.Errorf("after a bubble, monoNow is %v from the clock", d)
+	}
+}
+
+// TestResultTimeIsTheProbes: a probe that read the clock at its verdict
+// (Result.At) saves the Runner its own reading: that time is the one
+// kept.
+func TestResultTimeIsTheProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, poolConf(1, "connect_timeout 5\n   delay_loop 60\n   retry 0"))
+		r, err := New(cfg, func(Event) {}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Egress = nil
+		start := time.Now()
+		c := r.Checks()[0]
+		c.due.Store(start.UnixNano())
+		verdict := start.Add(time.Second)
+		c.Prober = proberFunc(func(ctx context.Context) Result {
+			time.Sleep(2 * time.Second)
+			return Result{Outcome: Up, Reason: "connected", Weight: -1, At: verdict}
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		r.Run(ctx)
+		if _, at := c.Last(); !at.Equal(verdict) {
+			t.Errorf("result kept at %v, want the probe's %v", at.Sub(start), verdict.Sub(start))
+		}
+	})
+}

@@ -40,6 +40,9 @@ type Result struct {
 	// timeout, an unreachable host): the kind this director's own broken
 	// link would cause too.
 	Silent bool
+	// At is when the verdict came, if the probe read the clock there
+	// (see monoNow); zero, the Runner reads it.
+	At time.Time
 }
 
 // Verdict turns a checker's probe results into its state, as keepalived
