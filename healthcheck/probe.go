@@ -174,6 +174,7 @@ type HTTP struct {
 	// unreachable: the last connection failed; the next connects before
 	// it takes a handshake slot (see dial).
 	unreachable bool
+	queued      time.Duration // this probe's wait for handshake slots
 }
 
 // NewHTTP makes the prober of an HTTP_GET or SSL_GET checker; ca is the
@@ -399,6 +400,7 @@ func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, e
 			return nil, err
 		}
 		queued = q
+		p.queued += q
 		deadline = deadline.Add(queued)
 	}
 	// The connection's deadline is set once, by rawDial. Every clock
@@ -429,6 +431,7 @@ func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, e
 		}
 		if q > 0 {
 			queued = q - connected
+			p.queued += queued
 			// The connection's deadline, moved by the wait, unless ctx
 			// has ended: the AfterFunc's "now" must not be overwritten.
 			raw.SetDeadline(deadline.Add(queued))
@@ -519,6 +522,13 @@ func (e *tlsError) Unwrap() error { return e.err }
 
 // Probe fetches every URL in turn; the first that fails decides.
 func (p *HTTP) Probe(ctx context.Context) Result {
+	p.queued = 0
+	res := p.probe(ctx)
+	res.Waited = p.queued
+	return res
+}
+
+func (p *HTTP) probe(ctx context.Context) Result {
 	p.probes++
 	start := monoNow()
 	for i, u := range p.URLs {

@@ -600,6 +600,9 @@ func TestHandshakeSlotWaits(t *testing.T) {
 		if r.Outcome != Up {
 			t.Errorf("once given a slot: %s %q", r.Outcome, r.Reason)
 		}
+		if r.Waited < 2*c.ConnectTimeout {
+			t.Errorf("waited %v for its slot, says %v", 2*c.ConnectTimeout, r.Waited)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the probe did not end once given a slot")
 	}

@@ -87,9 +87,59 @@ type Runner struct {
 	// block.
 	OnResult func(c *Check, res Result)
 
+	late lateness
+
 	egressMu sync.Mutex
 	egress   map[netip.Addr]egressAnswer
 	asking   singleflight.Group // one question per address at a time
+}
+
+// lateness follows the probes that waited for this director longer than
+// their delay_loop, to start after they were due or for a TLS handshake
+// slot: the director then has more checks than its CPU (or Concurrency)
+// serves, checks its real servers less often than configured, and sees
+// their failures late. The log says so once a minute while it lasts, and
+// when it is over; directord_check_wait_seconds shows the waits.
+type lateness struct {
+	active  atomic.Bool // an episode is under way
+	mu      sync.Mutex
+	since   time.Time // the first late probe of this episode; zero: none
+	last    time.Time // the latest late probe
+	warned  time.Time
+	n       int // late probes since the last warning
+	longest time.Duration
+}
+
+// LateEvery is how often the log says that checks run late, at most.
+const LateEvery = time.Minute
+
+func (l *lateness) note(log *slog.Logger, waited, delayLoop time.Duration, now time.Time) {
+	if waited <= delayLoop && !l.active.Load() {
+		return // on time, nothing to report: no lock
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if waited <= delayLoop {
+		if !l.since.IsZero() && now.Sub(l.last) >= LateEvery {
+			log.Info("health checks run on time again", "late_since", l.since.Format(time.RFC3339))
+			l.since = time.Time{}
+			l.active.Store(false)
+		}
+		return
+	}
+	l.n++
+	l.longest = max(l.longest, waited)
+	l.last = now
+	if l.since.IsZero() {
+		l.since = now
+		l.active.Store(true)
+	}
+	if l.warned.IsZero() || now.Sub(l.warned) >= LateEvery {
+		log.Warn("health checks run late: this director has more checks than its CPU serves, and checks real servers less often than their delay_loop",
+			"late_probes", l.n, "longest_wait", l.longest.Round(time.Millisecond).String(),
+			"since", l.since.Format(time.RFC3339))
+		l.warned, l.n, l.longest = now, 0, 0
+	}
 }
 
 // EgressTTL is how long an answer of Egress is kept.
@@ -321,7 +371,7 @@ func (r *Runner) Run(ctx context.Context) {
 		}
 	})
 	defer timer.Stop()
-	var due []*Check
+	var due []entry
 	for {
 		q.mu.Lock()
 		woke := monoNow()
@@ -333,7 +383,7 @@ func (r *Runner) Run(ctx context.Context) {
 		clock.set(woke)
 		now := woke.UnixNano()
 		for q.Len() > 0 && q.entries[0].when <= now {
-			due = append(due, heap.Pop(q).(entry).c)
+			due = append(due, heap.Pop(q).(entry))
 		}
 		wait := time.Hour
 		if q.Len() > 0 {
@@ -341,7 +391,7 @@ func (r *Runner) Run(ctx context.Context) {
 		}
 		q.mu.Unlock()
 		waited := false
-		for i, c := range due {
+		for i, e := range due {
 			select {
 			case r.sem <- struct{}{}:
 			default:
@@ -357,12 +407,13 @@ func (r *Runner) Run(ctx context.Context) {
 				// next cycle counts from here.
 				woke = monoNow()
 			}
-			due[i] = nil
+			due[i] = entry{}
 			wg.Add(1)
 			start := woke
+			late := time.Duration(max(start.UnixNano()-e.when, 0))
 			go func() {
 				defer wg.Done()
-				r.probe(ctx, c, q, start)
+				r.probe(ctx, e.c, q, start, late)
 			}()
 		}
 		due = due[:0]
@@ -390,9 +441,9 @@ func (r *Runner) first(c *config.Checker) time.Duration {
 }
 
 // probe runs one probe of c, started at start (the scheduler's clock),
-// holding a place of r.sem, takes its result and puts c back in q for its
-// next probe.
-func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, start time.Time) {
+// late after it was due, holding a place of r.sem, takes its result and
+// puts c back in q for its next probe.
+func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, start time.Time, late time.Duration) {
 	res := c.Prober.Probe(ctx)
 	<-r.sem
 	if ctx.Err() != nil {
@@ -403,6 +454,8 @@ func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, start time.Ti
 		end = monoNow()
 	}
 	clock.set(end)
+	res.Waited += late
+	r.late.note(r.log, res.Waited, c.Cfg.DelayLoop, end)
 	// Only a silent failure can be this director's broken link: a
 	// status 500 or a refused connection came from the real server.
 	if res.Outcome == Down && res.Silent && r.Egress != nil {

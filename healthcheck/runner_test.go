@@ -570,3 +570,66 @@ func TestResultTimeIsTheProbes(t *testing.T) {
 		}
 	})
 }
+
+// TestLateChecksSaid: probes that wait for a place longer than their
+// delay_loop make the log say that checks run late (once a minute while
+// it lasts, with how many and the longest wait) and, a minute after the
+// last late one, that they run on time again; each result says how long
+// it waited.
+func TestLateChecksSaid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, poolConf(2, "connect_timeout 5\n   delay_loop 2\n   retry 0"))
+		var mu sync.Mutex
+		var logs strings.Builder
+		r, err := New(cfg, func(Event) {}, newTestLogger(&logs, &mu))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Egress, r.Jitter = nil, 0
+		r.sem = make(chan struct{}, 1) // one probe at a time
+		start := time.Now()
+		var slow atomic.Bool
+		slow.Store(true)
+		for _, c := range r.Checks() {
+			c.due.Store(start.UnixNano())
+			c.Prober = proberFunc(func(ctx context.Context) Result {
+				if slow.Load() {
+					time.Sleep(3 * time.Second) // longer than delay_loop, holding the place
+				}
+				return Result{Outcome: Up, Reason: "connected", Weight: -1}
+			})
+		}
+		var waits []time.Duration
+		r.OnResult = func(_ *Check, res Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			waits = append(waits, res.Waited)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		if len(waits) < 2 || waits[0] != 0 || waits[1] != 3*time.Second {
+			t.Errorf("waits %v, want the first 0 and the second 3s (the first's probe)", waits)
+		}
+		if n := strings.Count(logs.String(), "health checks run late"); n != 1 {
+			t.Errorf("said %d times that checks run late in 10 s, want once:\n%s", n, logs.String())
+		}
+		mu.Unlock()
+		slow.Store(false)
+		time.Sleep(2 * LateEvery)
+		synctest.Wait()
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if !strings.Contains(logs.String(), "health checks run on time again") {
+			t.Errorf("not said that checks run on time again:\n%s", logs.String())
+		}
+		if n := strings.Count(logs.String(), "health checks run late"); n != 1 {
+			t.Errorf("said %d times that checks run late, want once:\n%s", n, logs.String())
+		}
+	})
+}

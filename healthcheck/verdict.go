@@ -40,6 +40,9 @@ type Result struct {
 	// timeout, an unreachable host): the kind this director's own broken
 	// link would cause too.
 	Silent bool
+	// Waited is how long the probe waited for this director: to start
+	// after it was due (set by the Runner), and for a TLS handshake slot.
+	Waited time.Duration
 	// At is when the verdict came, if the probe read the clock there
 	// (see monoNow); zero, the Runner reads it.
 	At time.Time

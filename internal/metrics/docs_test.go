@@ -28,7 +28,7 @@ var seriesName = regexp.MustCompile(`\bdirectord_[a-z0-9_]*[a-z0-9]`)
 func emitted(t *testing.T) map[string]bool {
 	t.Helper()
 	m := New(fakeStatus)
-	m.ObserveCheck("HTTP_GET", "up", time.Millisecond)
+	m.ObserveCheck("HTTP_GET", "up", time.Millisecond, 0)
 	families, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

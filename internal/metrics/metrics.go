@@ -23,6 +23,12 @@ var CheckDurationBuckets = []float64{
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 }
 
+// CheckWaitBuckets are the upper bounds, in seconds, of
+// directord_check_wait_seconds: a probe on time waits for nothing; one
+// that waits about its delay_loop (seconds to minutes) was late a whole
+// cycle.
+var CheckWaitBuckets = []float64{0.001, 0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300}
+
 // Metrics is directord's Prometheus registry: the status snapshot read at
 // each scrape, the health-check counters fed by ObserveCheck, and the Go
 // runtime's and the process's own metrics. Its methods are safe for
@@ -31,6 +37,7 @@ type Metrics struct {
 	reg           *prometheus.Registry
 	checks        *prometheus.CounterVec
 	checkDuration *prometheus.HistogramVec
+	checkWait     *prometheus.HistogramVec
 }
 
 // New returns the metrics of a daemon whose state snapshot returns.
@@ -48,11 +55,17 @@ func New(snapshot func() control.Status) *Metrics {
 			Help:    "How long health-check probes took, by checker type.",
 			Buckets: CheckDurationBuckets,
 		}, []string{"type"}),
+		checkWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "directord_check_wait_seconds",
+			Help:    "How long health-check probes waited for this director (to start once due, for a TLS handshake slot), by checker type: waits near the delay_loop mean more checks than the director's CPU serves.",
+			Buckets: CheckWaitBuckets,
+		}, []string{"type"}),
 	}
 	m.reg.MustRegister(
 		statusCollector{snapshot: snapshot},
 		m.checks,
 		m.checkDuration,
+		m.checkWait,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -60,12 +73,14 @@ func New(snapshot func() control.Status) *Metrics {
 }
 
 // ObserveCheck records one health-check probe: its checker type (SSL_GET,
-// HTTP_GET, TCP_CHECK, MISC_CHECK), its result (up, down, unknown) and how
-// long it took. Both are label values, so callers pass these fixed
-// vocabularies and nothing per real server.
-func (m *Metrics) ObserveCheck(checkType, result string, latency time.Duration) {
+// HTTP_GET, TCP_CHECK, MISC_CHECK), its result (up, down, unknown), how
+// long it took and how long it waited for this director. Type and result
+// are label values, so callers pass these fixed vocabularies and nothing
+// per real server.
+func (m *Metrics) ObserveCheck(checkType, result string, latency, waited time.Duration) {
 	m.checks.WithLabelValues(checkType, result).Inc()
 	m.checkDuration.WithLabelValues(checkType).Observe(latency.Seconds())
+	m.checkWait.WithLabelValues(checkType).Observe(waited.Seconds())
 }
 
 // Handler serves the metrics in the Prometheus exposition formats.

@@ -247,7 +247,7 @@ func TestScrape(t *testing.T) {
 
 func TestLint(t *testing.T) {
 	m := New(fakeStatus)
-	m.ObserveCheck("HTTP_GET", "up", time.Millisecond)
+	m.ObserveCheck("HTTP_GET", "up", time.Millisecond, 0)
 	problems, err := testutil.GatherAndLint(m.reg)
 	if err != nil {
 		t.Fatal(err)
@@ -270,11 +270,11 @@ func TestRuntimeCollectors(t *testing.T) {
 
 func TestObserveCheck(t *testing.T) {
 	m := New(fakeStatus)
-	m.ObserveCheck("HTTP_GET", "up", 3*time.Millisecond)
-	m.ObserveCheck("HTTP_GET", "up", 4*time.Millisecond)
-	m.ObserveCheck("HTTP_GET", "down", 2*time.Second)
-	m.ObserveCheck("TCP_CHECK", "up", 500*time.Microsecond)
-	m.ObserveCheck("MISC_CHECK", "unknown", 30*time.Second) // beyond the last bucket
+	m.ObserveCheck("HTTP_GET", "up", 3*time.Millisecond, 0)
+	m.ObserveCheck("HTTP_GET", "up", 4*time.Millisecond, 0)
+	m.ObserveCheck("HTTP_GET", "down", 2*time.Second, 7*time.Second) // waited for this director
+	m.ObserveCheck("TCP_CHECK", "up", 500*time.Microsecond, 0)
+	m.ObserveCheck("MISC_CHECK", "unknown", 30*time.Second, 0) // beyond the last bucket
 
 	for _, c := range []struct {
 		typ, result string
@@ -305,6 +305,11 @@ func TestObserveCheck(t *testing.T) {
 		`directord_check_duration_seconds_bucket{le="0.001",type="TCP_CHECK"}`: 1,
 		`directord_check_duration_seconds_bucket{le="10",type="MISC_CHECK"}`:   0,
 		`directord_check_duration_seconds_bucket{le="+Inf",type="MISC_CHECK"}`: 1,
+		`directord_check_wait_seconds_count{type="HTTP_GET"}`:                  3,
+		`directord_check_wait_seconds_sum{type="HTTP_GET"}`:                    7,
+		`directord_check_wait_seconds_bucket{le="0.001",type="HTTP_GET"}`:      2,
+		`directord_check_wait_seconds_bucket{le="5",type="HTTP_GET"}`:          2,
+		`directord_check_wait_seconds_bucket{le="10",type="HTTP_GET"}`:         3,
 	}
 	for k, w := range want {
 		if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9 {
@@ -342,7 +347,7 @@ func TestConcurrent(t *testing.T) {
 	for i := range observers {
 		wg.Go(func() {
 			for j := range probes {
-				m.ObserveCheck("TCP_CHECK", []string{"up", "down"}[(i+j)%2], time.Duration(j)*time.Millisecond)
+				m.ObserveCheck("TCP_CHECK", []string{"up", "down"}[(i+j)%2], time.Duration(j)*time.Millisecond, 0)
 			}
 		})
 	}
