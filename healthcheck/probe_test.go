@@ -361,18 +361,8 @@ func TestTLSSessionsSharedPerTarget(t *testing.T) {
 	for _, sni := range []bool{false, true} {
 		t.Run(fmt.Sprintf("enable_sni=%v", sni), func(t *testing.T) {
 			a, b := newServer(t, true), newServer(t, true)
-			vs := &config.VirtualServer{}
-			for _, s := range []*testServer{a, b} {
-				c, rs := httpChecker("SSL_GET", s, url("/ok"))
-				c.HTTP.EnableSNI, c.HTTP.SNIName = sni, "cache.example"
-				rs.Checkers = []*config.Checker{c}
-				vs.RealServers = append(vs.RealServers, rs)
-			}
-			r, err := New(&config.Config{VirtualServers: []*config.VirtualServer{vs}}, func(Event) {}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pa, pb := r.checks[0].Prober.(*HTTP), r.checks[1].Prober.(*HTTP)
+			ps := sslChecks(t, "", func(h *config.HTTPCheck) { h.EnableSNI, h.SNIName = sni, "cache.example" }, a, b)
+			pa, pb := ps[0], ps[1]
 			if shared := pa.TLS == pb.TLS; shared == sni {
 				t.Errorf("one TLS configuration for both targets: %v, want %v", shared, !sni)
 			}
@@ -915,18 +905,8 @@ func TestCAReadOnce(t *testing.T) {
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	// httptest's servers share one certificate: it is the CA of both.
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: a.Certificate().Raw}), 0o644)
-	vs := &config.VirtualServer{}
-	for _, s := range []*testServer{a, b} {
-		c, rs := httpChecker("SSL_GET", s, url("/ok"))
-		c.HTTP.VerifyCertificate, c.HTTP.SNIName = true, "example.com"
-		rs.Checkers = []*config.Checker{c}
-		vs.RealServers = append(vs.RealServers, rs)
-	}
-	r, err := New(&config.Config{SSL: &config.SSL{CA: ca}, VirtualServers: []*config.VirtualServer{vs}}, func(Event) {}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pa, pb := r.checks[0].Prober.(*HTTP), r.checks[1].Prober.(*HTTP)
+	ps := sslChecks(t, ca, func(h *config.HTTPCheck) { h.VerifyCertificate, h.SNIName = true, "example.com" }, a, b)
+	pa, pb := ps[0], ps[1]
 	if pa.TLS == pb.TLS {
 		t.Error("one TLS configuration for two targets with verify_certificate")
 	}
@@ -941,4 +921,31 @@ func TestCAReadOnce(t *testing.T) {
 			t.Errorf("verified against the shared CA: %s %q", res.Outcome, res.Reason)
 		}
 	}
+}
+
+// sslChecks makes a Runner of one SSL_GET checker of /ok for each of
+// servers, set up by set, with the global SSL block's CA ca (if not
+// ""), and returns their probers.
+func sslChecks(t *testing.T, ca string, set func(*config.HTTPCheck), servers ...*testServer) []*HTTP {
+	t.Helper()
+	cfg := &config.Config{VirtualServers: []*config.VirtualServer{{}}}
+	if ca != "" {
+		cfg.SSL = &config.SSL{CA: ca}
+	}
+	vs := cfg.VirtualServers[0]
+	for _, s := range servers {
+		c, rs := httpChecker("SSL_GET", s, url("/ok"))
+		set(c.HTTP)
+		rs.Checkers = []*config.Checker{c}
+		vs.RealServers = append(vs.RealServers, rs)
+	}
+	r, err := New(cfg, func(Event) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []*HTTP
+	for _, c := range r.checks {
+		ps = append(ps, c.Prober.(*HTTP))
+	}
+	return ps
 }
