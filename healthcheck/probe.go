@@ -560,7 +560,7 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 	if !strings.HasPrefix(path, "/") {
 		pu, err := neturl.Parse(path)
 		if err != nil || pu.Host == "" {
-			return Result{Outcome: Down, Reason: fmt.Sprintf("url %q: not a path or a URL", u.Path), Weight: -1}, false
+			return done(Result{Outcome: Down, Reason: fmt.Sprintf("url %q: not a path or a URL", u.Path), Weight: -1}, start), false
 		}
 		path = pu.RequestURI()
 		if u.VirtualHost == "" && p.Host == "" {

@@ -593,10 +593,11 @@ func TestLateChecksSaid(t *testing.T) {
 		for _, c := range r.Checks() {
 			c.due.Store(start.UnixNano())
 			c.Prober = proberFunc(func(ctx context.Context) Result {
+				began := monoNow() // as the real probers: their start and end (done)
 				if slow.Load() {
 					time.Sleep(3 * time.Second) // longer than delay_loop, holding the place
 				}
-				return Result{Outcome: Up, Reason: "connected", Weight: -1}
+				return done(Result{Outcome: Up, Reason: "connected", Weight: -1}, began)
 			})
 		}
 		var waits []time.Duration
@@ -630,6 +631,54 @@ func TestLateChecksSaid(t *testing.T) {
 		}
 		if n := strings.Count(logs.String(), "health checks run late"); n != 1 {
 			t.Errorf("said %d times that checks run late, want once:\n%s", n, logs.String())
+		}
+	})
+}
+
+// TestSlackStartsCyclesNotRetriesEarly: a wake-up of the scheduler starts
+// the cycles due within Slack with the check due now, and no retry before
+// its delay_before_retry.
+func TestSlackStartsCyclesNotRetriesEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, poolConf(4, "connect_timeout 5\n   delay_loop 60\n   retry 1\n   delay_before_retry 1"))
+		r, err := New(cfg, func(Event) {}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Egress, r.Jitter = nil, 0
+		start := time.Now()
+		var mu sync.Mutex
+		began := map[int][]time.Duration{}
+		// 0 now, and failing once (its retry due at 1 s); 1 at 1 ms (within
+		// Slack of 0); 2 at 3 ms (beyond); 3 at 1 s less 1 ms, with 0's
+		// retry within Slack after it.
+		dues := []time.Duration{0, time.Millisecond, 3 * time.Millisecond, time.Second - time.Millisecond}
+		for i, c := range r.Checks() {
+			c.due.Store(start.Add(dues[i]).UnixNano())
+			c.Prober = proberFunc(func(ctx context.Context) Result {
+				mu.Lock()
+				began[i] = append(began[i], time.Since(start))
+				n := len(began[i])
+				mu.Unlock()
+				if i == 0 && n == 1 {
+					return Result{Outcome: Down, Reason: "status 500", Weight: -1}
+				}
+				return Result{Outcome: Up, Reason: "connected", Weight: -1}
+			})
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		r.Run(ctx)
+		want := map[int][]time.Duration{
+			0: {0, time.Second},
+			1: {0},
+			2: {3 * time.Millisecond},
+			3: {time.Second - time.Millisecond},
+		}
+		for i, w := range want {
+			if fmt.Sprint(began[i]) != fmt.Sprint(w) {
+				t.Errorf("check %d began at %v, want %v", i, began[i], w)
+			}
 		}
 	})
 }

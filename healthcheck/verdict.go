@@ -44,7 +44,9 @@ type Result struct {
 	// after it was due (set by the Runner), and for a TLS handshake slot.
 	Waited time.Duration
 	// At is when the verdict came, if the probe read the clock there
-	// (see monoNow); zero, the Runner reads it.
+	// (see done), and then At less Latency is when it started; zero, the
+	// Runner reads the clock at the end and takes its own reading from
+	// before the probe as the start.
 	At time.Time
 }
 
