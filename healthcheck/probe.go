@@ -295,7 +295,10 @@ func readCA(path string) (*x509.CertPool, error) {
 // Config.Rand, the hello's random and session ID, both sent in clear;
 // where there is no vDSO each read of the system's source is a system
 // call. The key share's private key still comes from the system's source:
-// crypto/ecdh ignores Config.Rand.
+// crypto/ecdh ignores Config.Rand (unless GODEBUG=cryptocustomrand=1).
+// So would TLS 1.2's RSA key exchange, the one secret crypto/tls draws
+// from Config.Rand, were it on (Go leaves it off: tlsrsakex); ChaCha8 is
+// fit for that too.
 var tlsRand = func() *lockedRand {
 	var seed [32]byte
 	crand.Read(seed[:])

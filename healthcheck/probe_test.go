@@ -602,6 +602,21 @@ func TestHandshakeSlotWaits(t *testing.T) {
 	if n := len(handshakes); n != 0 {
 		t.Errorf("%d handshake slots still taken", n)
 	}
+
+	// Every slot taken, a check that connected last time waits before
+	// connecting, and says how long.
+	give = takeSlots(t)
+	go func() { done <- p.Probe(context.Background()) }()
+	time.Sleep(2 * c.ConnectTimeout)
+	give()
+	select {
+	case r := <-done:
+		if r.Outcome != Up || r.Waited < 2*c.ConnectTimeout {
+			t.Errorf("once given a slot: %s %q, waited %v, want at least %v", r.Outcome, r.Reason, r.Waited, 2*c.ConnectTimeout)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the probe did not end once given a slot")
+	}
 }
 
 // TestHTTPReuseConnection: with reuse_connection a passing probe's

@@ -38,8 +38,10 @@ type Check struct {
 	last     Result
 	lastAt   time.Time
 	// due is when the next probe is to start; Adopt carries it over a
-	// reload, so that reloads do not put probes off.
-	due atomic.Int64 // unix nanoseconds; 0 before the first schedule
+	// reload, so that reloads do not put probes off; retry, that it is a
+	// retry, which must not start early (entry.exact).
+	due   atomic.Int64 // mono; 0 before the first schedule
+	retry atomic.Bool
 }
 
 // server is a real server's checks, whose verdicts combine: it is alive
@@ -87,7 +89,8 @@ type Runner struct {
 	// block.
 	OnResult func(c *Check, res Result)
 
-	late lateness
+	late    *lateness
+	started int64 // mono, when Run began: the lateness of a probe carried over a reload counts from there
 
 	egressMu sync.Mutex
 	egress   map[netip.Addr]egressAnswer
@@ -100,13 +103,16 @@ type Runner struct {
 // serves, checks its real servers less often than configured, and sees
 // their failures late. The log says so once a minute while it lasts, and
 // when it is over; directord_check_wait_seconds shows the waits.
+//
+// A Runner that replaces another on a reload takes its lateness over
+// (Adopt), so that an episode that spans the reload still ends in the log.
 type lateness struct {
 	active  atomic.Bool // an episode is under way
 	mu      sync.Mutex
 	since   time.Time // the first late probe of this episode; zero: none
 	last    time.Time // the latest late probe
 	warned  time.Time
-	n       int // late probes since the last warning
+	n       int // late probes not yet reported
 	longest time.Duration
 }
 
@@ -117,28 +123,44 @@ func (l *lateness) note(log *slog.Logger, waited, delayLoop time.Duration, now t
 	if waited <= delayLoop && !l.active.Load() {
 		return // on time, nothing to report: no lock
 	}
+	// The log is written after the lock is let go: a handler that
+	// blocks (a full pipe) must not stop every probe here.
+	var say func()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if waited <= delayLoop {
-		if !l.since.IsZero() && now.Sub(l.last) >= LateEvery {
-			log.Info("health checks run on time again", "late_since", l.since.Format(time.RFC3339))
-			l.since = time.Time{}
-			l.active.Store(false)
+	switch {
+	case waited <= delayLoop:
+		if l.since.IsZero() || now.Sub(l.last) < LateEvery {
+			break
 		}
-		return
-	}
-	l.n++
-	l.longest = max(l.longest, waited)
-	l.last = now
-	if l.since.IsZero() {
-		l.since = now
-		l.active.Store(true)
-	}
-	if l.warned.IsZero() || now.Sub(l.warned) >= LateEvery {
-		log.Warn("health checks run late: this director has more checks than its CPU serves, and checks real servers less often than their delay_loop",
-			"late_probes", l.n, "longest_wait", l.longest.Round(time.Millisecond).String(),
-			"since", l.since.Format(time.RFC3339))
+		since, n, longest := l.since, l.n, l.longest
+		say = func() {
+			log.Info("health checks run on time again", "late_since", since.Format(time.RFC3339),
+				"late_probes_since_warning", n, "longest_wait", longest.Round(time.Millisecond).String())
+		}
+		l.since, l.n, l.longest = time.Time{}, 0, 0
+		l.active.Store(false)
+	default:
+		l.n++
+		l.longest = max(l.longest, waited)
+		l.last = now
+		if l.since.IsZero() {
+			l.since = now
+			l.active.Store(true)
+		}
+		if !l.warned.IsZero() && now.Sub(l.warned) < LateEvery {
+			break
+		}
+		since, n, longest := l.since, l.n, l.longest
+		say = func() {
+			log.Warn("health checks run late: this director has more checks than its CPU serves, and checks real servers less often than their delay_loop",
+				"late_probes", n, "longest_wait", longest.Round(time.Millisecond).String(),
+				"since", since.Format(time.RFC3339))
+		}
 		l.warned, l.n, l.longest = now, 0, 0
+	}
+	l.mu.Unlock()
+	if say != nil {
+		say()
 	}
 }
 
@@ -198,7 +220,7 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{emit: emit, log: log, sem: make(chan struct{}, Concurrency), Jitter: 0.1, Egress: EgressDown}
+	r := &Runner{emit: emit, log: log, sem: make(chan struct{}, Concurrency), Jitter: 0.1, Egress: EgressDown, late: &lateness{}}
 	ca := ""
 	if cfg.SSL != nil {
 		ca = cfg.SSL.CA
@@ -262,6 +284,7 @@ func (r *Runner) Initial() []Event {
 // unchanged real server keeps its health state. Call it before Run, with
 // old stopped; it reports how many checks were adopted.
 func (r *Runner) Adopt(old *Runner) int {
+	r.late = old.late
 	prev := map[string]*Check{}
 	for i, k := range keys(old.checks) {
 		prev[k] = old.checks[i]
@@ -286,6 +309,7 @@ func (r *Runner) Adopt(old *Runner) int {
 		// The next probe when it was due: a probe the reload cut short
 		// is due already.
 		c.due.Store(o.due.Load())
+		c.retry.Store(o.retry.Load())
 		o.srv.mu.Unlock()
 		touched[c.srv] = true
 		n++
@@ -342,14 +366,15 @@ func (c *Check) Last() (Result, time.Time) {
 // servers, tens of megabytes and as many wake-ups less.
 func (r *Runner) Run(ctx context.Context) {
 	q := &schedule{kick: make(chan struct{}, 1)}
-	now := time.Now()
+	now := monoNow()
+	r.started = mono(now)
 	for _, c := range r.checks {
 		due := c.due.Load()
 		if due == 0 {
-			due = now.Add(r.first(c.Cfg)).UnixNano()
+			due = mono(now.Add(r.first(c.Cfg)))
 			c.due.Store(due)
 		}
-		heap.Push(q, entry{c: c, when: due})
+		heap.Push(q, entry{c: c, when: due, exact: c.retry.Load()})
 	}
 	var wg sync.WaitGroup
 	// Last, once every probe has returned: the connections kept for the
@@ -381,7 +406,7 @@ func (r *Runner) Run(ctx context.Context) {
 			woke = rebase()
 		}
 		clock.set(woke)
-		now := woke.UnixNano()
+		now := mono(woke)
 		// With the checks due now, those due within Slack that may
 		// start early: one wake-up for many checks.
 		for q.Len() > 0 && (q.entries[0].when <= now || !q.entries[0].exact && q.entries[0].when <= now+int64(Slack)) {
@@ -442,10 +467,10 @@ func (r *Runner) first(c *config.Checker) time.Duration {
 	return d
 }
 
-// probe runs one probe of c, due at due (unix nanoseconds), holding a
-// place of r.sem, takes its result and puts c back in q for its next
-// probe. The probe started when its result says (Result.At less its
-// Latency), else at woke, the scheduler's latest reading.
+// probe runs one probe of c, due at due (mono), holding a place of
+// r.sem, takes its result and puts c back in q for its next probe. The
+// probe started when its result says (its end, At or the clock read
+// here, less its Latency), else at woke, the scheduler's latest reading.
 func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, woke time.Time, due int64) {
 	res := c.Prober.Probe(ctx)
 	<-r.sem
@@ -455,11 +480,15 @@ func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, woke time.Tim
 	end, start := res.At, woke
 	if end.IsZero() {
 		end = monoNow()
-	} else {
+	}
+	if !res.At.IsZero() || res.Latency > 0 {
 		start = end.Add(-res.Latency)
 	}
 	clock.set(end)
-	res.Waited += time.Duration(max(start.UnixNano()-due, 0))
+	// Late from when it was due, or for a check carried over a reload,
+	// from when this Runner began: the reload's own time is not the
+	// director's overload.
+	res.Waited += time.Duration(max(mono(start)-max(due, r.started), 0))
 	r.late.note(r.log, res.Waited, c.Cfg.DelayLoop, end)
 	// Only a silent failure can be this director's broken link: a
 	// status 500 or a refused connection came from the real server.
@@ -493,8 +522,9 @@ func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, woke time.Tim
 		next -= end.Sub(start)
 	}
 	next = max(next, time.Millisecond)
-	when := end.Add(next).UnixNano()
+	when := mono(end) + int64(next)
 	c.due.Store(when)
+	c.retry.Store(retry)
 	q.mu.Lock()
 	heap.Push(q, entry{c: c, when: when, exact: retry})
 	first := q.entries[0].c == c
@@ -517,7 +547,7 @@ type schedule struct {
 
 type entry struct {
 	c    *Check
-	when int64 // unix nanoseconds
+	when int64 // mono
 	// exact: a retry, which must not start before its
 	// delay_before_retry (a server is not down before its attempts
 	// took their time); a cycle, shortened at random anyway (Jitter),
@@ -624,6 +654,15 @@ func monoNow() time.Time {
 }
 
 var base atomic.Pointer[time.Time]
+
+// epoch is the origin of the schedule's times: mono(t) is the monotonic
+// time from epoch to t, in nanoseconds, which a step of the wall clock
+// (NTP setting it at boot) does not move. The wall clock's time would
+// have started every check at once after a step forward, and none for
+// as long after a step back.
+var epoch = time.Now()
+
+func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
 
 func init() { rebase() }
 

@@ -486,7 +486,7 @@ func TestSaturatedStartsOnTime(t *testing.T) {
 		for i, c := range r.Checks() {
 			// Checks 0 and 1 at once (both places for 5 s), 2 due at 1 s
 			// and 3 at 2 s.
-			c.due.Store(start.Add([]time.Duration{0, 0, time.Second, 2 * time.Second}[i]).UnixNano())
+			c.due.Store(mono(start.Add([]time.Duration{0, 0, time.Second, 2 * time.Second}[i])))
 			c.Prober = proberFunc(func(ctx context.Context) Result {
 				mu.Lock()
 				if _, ok := began[i]; !ok {
@@ -556,17 +556,23 @@ func TestResultTimeIsTheProbes(t *testing.T) {
 		r.Egress = nil
 		start := time.Now()
 		c := r.Checks()[0]
-		c.due.Store(start.UnixNano())
+		c.due.Store(mono(start))
+		r.Jitter = 0
 		verdict := start.Add(time.Second)
 		c.Prober = proberFunc(func(ctx context.Context) Result {
 			time.Sleep(2 * time.Second)
-			return Result{Outcome: Up, Reason: "connected", Weight: -1, At: verdict}
+			return Result{Outcome: Up, Reason: "connected", Weight: -1, At: verdict, Latency: 500 * time.Millisecond}
 		})
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		r.Run(ctx)
 		if _, at := c.Last(); !at.Equal(verdict) {
 			t.Errorf("result kept at %v, want the probe's %v", at.Sub(start), verdict.Sub(start))
+		}
+		// It started at At less Latency (0.5 s): its next cycle comes a
+		// delay_loop (60 s) after that.
+		if got, want := time.Duration(c.due.Load()-mono(start)), 60500*time.Millisecond; got != want {
+			t.Errorf("next probe due at %v, want %v", got, want)
 		}
 	})
 }
@@ -591,7 +597,7 @@ func TestLateChecksSaid(t *testing.T) {
 		var slow atomic.Bool
 		slow.Store(true)
 		for _, c := range r.Checks() {
-			c.due.Store(start.UnixNano())
+			c.due.Store(mono(start))
 			c.Prober = proberFunc(func(ctx context.Context) Result {
 				began := monoNow() // as the real probers: their start and end (done)
 				if slow.Load() {
@@ -607,8 +613,8 @@ func TestLateChecksSaid(t *testing.T) {
 			waits = append(waits, res.Waited)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.Run(ctx); close(done) }()
+		finished := make(chan struct{})
+		go func() { r.Run(ctx); close(finished) }()
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		mu.Lock()
@@ -623,7 +629,7 @@ func TestLateChecksSaid(t *testing.T) {
 		time.Sleep(2 * LateEvery)
 		synctest.Wait()
 		cancel()
-		<-done
+		<-finished
 		mu.Lock()
 		defer mu.Unlock()
 		if !strings.Contains(logs.String(), "health checks run on time again") {
@@ -654,7 +660,7 @@ func TestSlackStartsCyclesNotRetriesEarly(t *testing.T) {
 		// retry within Slack after it.
 		dues := []time.Duration{0, time.Millisecond, 3 * time.Millisecond, time.Second - time.Millisecond}
 		for i, c := range r.Checks() {
-			c.due.Store(start.Add(dues[i]).UnixNano())
+			c.due.Store(mono(start.Add(dues[i])))
 			c.Prober = proberFunc(func(ctx context.Context) Result {
 				mu.Lock()
 				began[i] = append(began[i], time.Since(start))
@@ -679,6 +685,68 @@ func TestSlackStartsCyclesNotRetriesEarly(t *testing.T) {
 			if fmt.Sprint(began[i]) != fmt.Sprint(w) {
 				t.Errorf("check %d began at %v, want %v", i, began[i], w)
 			}
+		}
+	})
+}
+
+// TestReloadIsNotLateness: a check carried over a reload, due during it,
+// is not late by the reload's time (it counts from the new Runner's
+// start), and a retry carried over keeps its exact time.
+func TestReloadIsNotLateness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, poolConf(2, "connect_timeout 5\n   delay_loop 2\n   retry 1\n   delay_before_retry 1"))
+		old, err := New(cfg, func(Event) {}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		old.Checks()[0].due.Store(mono(start))
+		// Check 1's retry, due at 10 s, 1 ms after the scheduler's first
+		// wake-up (check 0's, within Slack of it).
+		old.Checks()[1].due.Store(mono(start.Add(10*time.Second + time.Millisecond)))
+		old.Checks()[1].retry.Store(true)
+		time.Sleep(10 * time.Second) // the reload's time
+		var mu sync.Mutex
+		var logs strings.Builder
+		r, err := New(cfg, func(Event) {}, newTestLogger(&logs, &mu))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := r.Adopt(old); n != 2 {
+			t.Fatalf("adopted %d checks, want 2", n)
+		}
+		r.Egress, r.Jitter = nil, 0
+		began := map[int]time.Duration{}
+		waited := map[int]time.Duration{}
+		for i, c := range r.Checks() {
+			c.Prober = proberFunc(func(ctx context.Context) Result {
+				s := monoNow()
+				mu.Lock()
+				if _, ok := began[i]; !ok {
+					began[i] = s.Sub(start)
+				}
+				mu.Unlock()
+				return done(Result{Outcome: Up, Reason: "connected", Weight: -1}, s)
+			})
+		}
+		r.OnResult = func(c *Check, res Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := waited[c.srv.idx]; !ok {
+				waited[c.srv.idx] = res.Waited
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		r.Run(ctx)
+		if waited[0] != 0 {
+			t.Errorf("the check due during the reload waited %v, want 0", waited[0])
+		}
+		if began[1] != 10*time.Second+time.Millisecond {
+			t.Errorf("the retry carried over began at %v, want 10.001s", began[1])
+		}
+		if strings.Contains(logs.String(), "run late") {
+			t.Errorf("a reload said to be lateness:\n%s", logs.String())
 		}
 	})
 }
