@@ -108,8 +108,7 @@ func failure(start time.Time, what string, err error) Result {
 	}
 	silent := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
-	end := monoNow()
-	return Result{Outcome: o, Reason: what + ": " + short(err), Latency: end.Sub(start), Weight: -1, Silent: silent, At: end}
+	return done(Result{Outcome: o, Reason: what + ": " + short(err), Weight: -1, Silent: silent}, start)
 }
 
 // done is r ended now, started at start: one reading of the clock gives
@@ -254,26 +253,34 @@ func newTLSShare() *tlsShare {
 // config is the configuration for k: the shared one, or with a nil
 // share, one of its own.
 func (s *tlsShare) config(k tlsKey) (*tls.Config, error) {
-	if s == nil {
-		return newTLSConfig(k, nil)
+	if s != nil && s.configs[k] != nil {
+		return s.configs[k], nil
 	}
-	if cfg := s.configs[k]; cfg != nil {
-		return cfg, nil
-	}
-	pool := s.pools[k.ca]
-	if k.ca != "" && pool == nil {
-		var err error
-		if pool, err = readCA(k.ca); err != nil {
-			return nil, err
-		}
-		s.pools[k.ca] = pool
-	}
-	cfg, err := newTLSConfig(k, pool)
+	pool, err := s.pool(k.ca)
 	if err != nil {
 		return nil, err
 	}
-	s.configs[k] = cfg
+	cfg := newTLSConfig(k, pool)
+	if s != nil {
+		s.configs[k] = cfg
+	}
 	return cfg, nil
+}
+
+// pool is the CA file's pool, read once (every time with a nil share);
+// nil for no file.
+func (s *tlsShare) pool(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if s != nil && s.pools[path] != nil {
+		return s.pools[path], nil
+	}
+	pool, err := readCA(path)
+	if err == nil && s != nil {
+		s.pools[path] = pool
+	}
+	return pool, err
 }
 
 // readCA reads verify_certificate's CA file.
@@ -316,9 +323,9 @@ func (l *lockedRand) Read(b []byte) (int, error) {
 	return l.r.Read(b)
 }
 
-// newTLSConfig is the configuration for k, verifying against pool (k.ca
-// read from its file when nil).
-func newTLSConfig(k tlsKey, pool *x509.CertPool) (*tls.Config, error) {
+// newTLSConfig is the configuration for k, verifying against pool (k.ca's,
+// or nil: the system's roots).
+func newTLSConfig(k tlsKey, pool *x509.CertPool) *tls.Config {
 	cfg := &tls.Config{
 		Rand:               tlsRand,
 		InsecureSkipVerify: !k.verify, // keepalived never verifies
@@ -333,14 +340,8 @@ func newTLSConfig(k tlsKey, pool *x509.CertPool) (*tls.Config, error) {
 		Time:             clock.Now, // see clock
 		ServerName:       k.name,
 	}
-	if k.ca != "" && pool == nil {
-		var err error
-		if pool, err = readCA(k.ca); err != nil {
-			return nil, err
-		}
-	}
 	cfg.RootCAs = pool
-	return cfg, nil
+	return cfg
 }
 
 // sessions is a TLS client session cache of one session per key. Its

@@ -437,10 +437,9 @@ func (r *Runner) Run(ctx context.Context) {
 			}
 			due[i] = entry{}
 			wg.Add(1)
-			woke, when := woke, e.when
 			go func() {
 				defer wg.Done()
-				r.probe(ctx, e.c, q, woke, when)
+				r.probe(ctx, e.c, q, woke, e.when)
 			}()
 		}
 		due = due[:0]
