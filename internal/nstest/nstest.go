@@ -70,9 +70,13 @@ func RequireRoot(t TB) {
 	}
 }
 
-// New makes a named namespace with lo up.
+// New makes a named namespace with lo up. The name gets the test
+// process's ID as a suffix, so that two test binaries run at once (two
+// packages, or two work trees on one machine) never take each other's
+// namespaces.
 func New(t TB, name string) *NS {
 	t.Helper()
+	name = fmt.Sprintf("%s-%d", name, os.Getpid())
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
