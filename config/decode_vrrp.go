@@ -619,7 +619,7 @@ func (d *decoder) vip(c *Node) (VIP, bool) {
 		case "home":
 			v.Home = true
 		case "-nodad":
-			v.NoDAD = true
+			v.DAD = true // sic: see VIP.DAD
 		case "mngtmpaddr":
 			v.MngTmpAddr = true
 		case "noprefixroute":

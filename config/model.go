@@ -236,17 +236,21 @@ type VIP struct {
 	Prefix netip.Prefix `json:"address"` // the address with its prefix length
 	// Broadcast is the broadcast address, if given (brd ADDR, or "-"/"+"
 	// resolved against the prefix).
-	Broadcast     netip.Addr `json:"brd,omitzero"`
-	Dev           string     `json:"dev,omitempty"`
-	Scope         string     `json:"scope,omitempty"`
-	Label         string     `json:"label,omitempty"`
-	Peer          netip.Addr `json:"peer,omitzero"`
-	Home          bool       `json:"home,omitempty"`
-	NoDAD         bool       `json:"nodad,omitempty"`
-	MngTmpAddr    bool       `json:"mngtmpaddr,omitempty"`
-	NoPrefixRoute bool       `json:"noprefixroute,omitempty"`
-	AutoJoin      bool       `json:"autojoin,omitempty"`
-	NoTrack       bool       `json:"no_track,omitempty"`
+	Broadcast netip.Addr `json:"brd,omitzero"`
+	Dev       string     `json:"dev,omitempty"`
+	Scope     string     `json:"scope,omitempty"`
+	Label     string     `json:"label,omitempty"`
+	Peer      netip.Addr `json:"peer,omitzero"`
+	Home      bool       `json:"home,omitempty"`
+	// DAD: "-nodad" was given. keepalived adds IPv6 addresses with
+	// IFA_F_NODAD (usable at once, never "dadfailed" after a split brain)
+	// unless "-nodad" is given, which lets the kernel run Duplicate Address
+	// Detection: the option's name says the opposite of what it does.
+	DAD           bool `json:"dad,omitempty"`
+	MngTmpAddr    bool `json:"mngtmpaddr,omitempty"`
+	NoPrefixRoute bool `json:"noprefixroute,omitempty"`
+	AutoJoin      bool `json:"autojoin,omitempty"`
+	NoTrack       bool `json:"no_track,omitempty"`
 	// PreferredLft is in seconds; -1 is forever. IPv6 /128 defaults to 0
 	// (deprecated, so never chosen as a source), anything else to forever.
 	PreferredLft int `json:"preferred_lft"`

@@ -66,7 +66,11 @@ func toNetlink(v config.VIP) *netlink.Addr {
 	if v.Peer.IsValid() {
 		a.Peer = &net.IPNet{IP: v.Peer.AsSlice(), Mask: net.CIDRMask(v.Peer.BitLen(), v.Peer.BitLen())}
 	}
-	if v.NoDAD {
+	if v.Prefix.Addr().Is6() && !v.DAD {
+		// As keepalived: a VIP is usable the moment it is added, and a
+		// duplicate met during a split brain cannot leave it "dadfailed"
+		// for good; VRRP is the duplicate detection. "-nodad" turns the
+		// kernel's DAD back on (config.VIP.DAD).
 		a.Flags |= syscall.IFA_F_NODAD
 	}
 	if v.Home {
