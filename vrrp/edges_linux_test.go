@@ -3,12 +3,16 @@ package vrrp
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/directord/directord/internal/nstest"
 )
@@ -96,5 +100,166 @@ func TestIPv6VIPUsableAtTakeover(t *testing.T) {
 				t.Errorf("bind to the VIP right after takeover: %v", err)
 			}
 		})
+	}
+}
+
+// frames records the frames of one EtherType received on ifn in ns.
+type frames struct {
+	mu  sync.Mutex
+	got [][]byte
+}
+
+func captureFrames(t *testing.T, ns *nstest.NS, ifn string, proto uint16) *frames {
+	t.Helper()
+	var fd int
+	var err error
+	ns.Do(t, func() {
+		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(proto))); err != nil {
+			return
+		}
+		var ifi *net.Interface
+		if ifi, err = net.InterfaceByName(ifn); err == nil {
+			err = unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: ifi.Index})
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &frames{}
+	tv := unix.Timeval{Usec: 50000}
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2000)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, _, err := unix.Recvfrom(fd, buf, 0)
+			if err == nil {
+				f.mu.Lock()
+				f.got = append(f.got, slices.Clone(buf[:n]))
+				f.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done; unix.Close(fd) })
+	return f
+}
+
+// nas returns the unsolicited NAs for target seen from index from on.
+func (f *frames) nas(target netip.Addr, from int) (out [][]byte, next int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.got[min(from, len(f.got)):] {
+		if len(p) >= NAFrameLen && p[20] == 58 && p[54] == 136 && netip.AddrFrom16([16]byte(p[62:78])) == target {
+			out = append(out, p)
+		}
+	}
+	return out, len(f.got)
+}
+
+// TestNARouterFlag: unsolicited NAs carry the Router flag while the
+// interface forwards (net.ipv6.conf.IF.forwarding 1) and not otherwise,
+// read afresh for each burst as keepalived does; the frame is the one
+// keepalived sends, from the VIP itself.
+func TestNARouterFlag(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-nar-a")
+	b := nstest.New(t, "dd-nar-b")
+	nstest.Link(t, a, b, "dda", "ddb", "2001:db8::1/64", "2001:db8::2/64")
+	setForwarding := func(v string) {
+		a.Do(t, func() {
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/dda/forwarding", []byte(v), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	setForwarding("1")
+	f := captureFrames(t, b, "ddb", unix.ETH_P_IPV6)
+	vip := netip.MustParseAddr("2001:db8::100")
+	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "2001:db8::100/64", "garp_master_refresh 1\n    garp_master_delay 0"))
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
+	next := 0
+	nstest.WaitFor(t, 3*time.Second, "an NA", func() bool { got, _ := f.nas(vip, 0); return len(got) > 0 })
+	var hw net.HardwareAddr
+	a.Do(t, func() {
+		i, err := net.InterfaceByName("dda")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw = i.HardwareAddr
+	})
+	for _, tc := range []struct {
+		fw     string
+		router bool
+	}{{"1", true}, {"0", false}, {"1", true}} {
+		setForwarding(tc.fw)
+		// The burst under way may have read the old value: wait for one
+		// that began after the change.
+		_, next = f.nas(vip, next)
+		var p []byte
+		nstest.WaitFor(t, 3*time.Second, "a burst after forwarding "+tc.fw, func() bool {
+			got, _ := f.nas(vip, next)
+			if len(got) > 1 {
+				p = got[len(got)-1]
+			}
+			return p != nil
+		})
+		want, err := AppendNA(nil, hw, vip, tc.router)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(p[:NAFrameLen]) != string(want) {
+			t.Errorf("forwarding %s: NA\n got %x\nwant %x", tc.fw, p[:NAFrameLen], want)
+		}
+		if got := p[58]&0x80 != 0; got != tc.router {
+			t.Errorf("forwarding %s: Router flag %v, want %v", tc.fw, got, tc.router)
+		}
+	}
+}
+
+// TestAnnounceOnVIPOnlyDevice: a device that carries only virtual
+// addresses (no IPv4 address of its own) does not stop start-up, and its
+// addresses are announced on it, IPv4 and IPv6; the announcement sockets
+// queue nothing, however much the segment sends.
+func TestAnnounceOnVIPOnlyDevice(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vo-a")
+	b := nstest.New(t, "dd-vo-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.Link(t, a, b, "inner", "inner-peer", "", "198.51.100.2/24 2001:db8:1::2/64")
+	arps := nstest.WatchARP(t, b, "inner-peer")
+	nas := nstest.WatchNA(t, b, "inner-peer")
+	start := time.Now()
+	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24",
+		"virtual_ipaddress_excluded {\n        198.51.100.50/24 dev inner\n        2001:db8:1::50/64 dev inner\n    }"))
+	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
+	nstest.WaitFor(t, 2*time.Second, "both addresses announced on inner", func() bool {
+		return arps.Count("198.51.100.50", start) > 0 && nas.Count("2001:db8:1::50", start) > 0
+	})
+	// The peer talks to the VIPs: ARP requests, neighbour solicitations,
+	// pings. None of it may wait in an announcement socket.
+	b.Do(t, func() {
+		for _, dst := range []string{"198.51.100.50", "[2001:db8:1::50]"} {
+			c, err := net.DialTimeout("tcp", dst+":9", time.Second)
+			if err == nil {
+				c.Close()
+			}
+		}
+	})
+	for _, in := range na.n.insts {
+		for dev, ann := range in.anns {
+			if ann.fd < 0 {
+				t.Errorf("%s: no announcement socket", dev)
+				continue
+			}
+			if n, err := unix.IoctlGetInt(ann.fd, unix.SIOCINQ); err != nil || n != 0 {
+				t.Errorf("%s: %d bytes queued on the announcement socket (%v)", dev, n, err)
+			}
+		}
 	}
 }

@@ -242,6 +242,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		}
 		ifi, err := net.InterfaceByName(dev)
 		if err != nil {
+			in.closeAnnouncers()
 			return nil, fmt.Errorf("instance %s: interface %s: %w", ci.Name, dev, err)
 		}
 		v4, v6 := false, false
@@ -249,6 +250,8 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			v4, v6 = v4 || a.Is4(), v6 || a.Is6()
 		}
 		if in.anns[dev], err = NewAnnouncer(ifi, v4, v6, pace); err != nil {
+			delete(in.anns, dev)
+			in.closeAnnouncers()
 			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
 		}
 	}
@@ -355,9 +358,7 @@ func (n *Node) Close() {
 		s.conn.Close()
 	}
 	for _, in := range n.insts {
-		for _, a := range in.anns {
-			a.Close()
-		}
+		in.closeAnnouncers()
 	}
 }
 
