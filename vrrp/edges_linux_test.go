@@ -2,9 +2,11 @@ package vrrp
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/directord/directord/config"
 	"github.com/directord/directord/internal/nstest"
 )
 
@@ -261,5 +264,85 @@ func TestAnnounceOnVIPOnlyDevice(t *testing.T) {
 				t.Errorf("%s: %d bytes queued on the announcement socket (%v)", dev, n, err)
 			}
 		}
+	}
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestRefusedBuildsLeakNothing: a configuration whose second instance
+// fails half-built (an address on a device that does not exist, after
+// others whose announcers opened), and one that builds but is closed
+// without running (a reload refused after it), 100 times each: the
+// process's file descriptors and goroutines are as before.
+func TestRefusedBuildsLeakNothing(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-leak-a")
+	b := nstest.New(t, "dd-leak-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24")
+	nstest.Link(t, a, b, "inner", "inner-peer", "198.51.100.1/24", "")
+	good := nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24",
+		"track_interface {\n        inner\n    }\n    virtual_ipaddress_excluded {\n        198.51.100.50/24 dev inner\n        2001:db8::50/64 dev inner\n    }")
+	bad := good + `vrrp_instance VI_2 {
+    interface dda
+    virtual_router_id 52
+    priority 100
+    advert_int 1
+    virtual_ipaddress {
+        192.0.2.101/24
+        198.51.100.51/24 dev inner
+        198.51.100.52/24 dev dd-nosuch
+    }
+    virtual_ipaddress_excluded {
+        2001:db8::101/64 dev inner
+    }
+}
+`
+	parse := func(conf string) *config.Config {
+		cfg, diags := config.Parse("/test.conf", conf, nil, config.Options{Hostname: a.Name})
+		if diags.HasErrors() {
+			t.Fatalf("config: %s", diags.Errors())
+		}
+		return cfg
+	}
+	badCfg, goodCfg := parse(bad), parse(good)
+	log := slog.New(slog.DiscardHandler)
+	build := func(cfg *config.Config) (n *Node, err error) {
+		a.Do(t, func() { n, err = NewNode(cfg, a.NL, log) })
+		return n, err
+	}
+	// Once each first: whatever is opened once per process (the netlink
+	// package's own sockets) is not a leak.
+	if _, err := build(badCfg); err == nil {
+		t.Fatal("a configuration with an address on a missing device built")
+	}
+	n, err := build(goodCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	fds, gs := openFDs(t), runtime.NumGoroutine()
+	for range 100 {
+		if _, err := build(badCfg); err == nil {
+			t.Fatal("a configuration with an address on a missing device built")
+		}
+		n, err := build(goodCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Close()
+	}
+	if got := openFDs(t); got != fds {
+		t.Errorf("%d file descriptors open after 200 refused builds, %d before", got, fds)
+	}
+	if got := runtime.NumGoroutine(); got > gs {
+		t.Errorf("%d goroutines after 200 refused builds, %d before", got, gs)
 	}
 }

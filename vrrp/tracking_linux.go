@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/internal/script"
@@ -23,22 +22,12 @@ type tracking struct {
 	mu      sync.Mutex
 	scripts map[string]*trackedScript
 	links   map[string]bool // interface name: up
-	updates chan netlink.LinkUpdate
-	done    chan struct{}
+	watch   *linkWatch      // in the instances' namespace
 	h       *netlink.Handle
-	ns      *netns.NsHandle // the namespace the instances live in
-	closed  sync.Once
 }
 
-// close ends the link subscription and lets the namespace go.
-func (t *tracking) close() {
-	t.closed.Do(func() {
-		close(t.done)
-		if t.ns != nil {
-			t.ns.Close()
-		}
-	})
-}
+// close ends the link subscription; it may be called more than once.
+func (t *tracking) close() { t.watch.Close() }
 
 type trackedScript struct {
 	cfg   *config.VRRPScript
@@ -50,10 +39,7 @@ type trackedScript struct {
 func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, error) {
 	t := &tracking{node: n, runner: script.Runner{User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup},
 		scripts: map[string]*trackedScript{}, links: map[string]bool{},
-		updates: make(chan netlink.LinkUpdate, 64), done: make(chan struct{}), h: h}
-	if ns, err := netns.Get(); err == nil {
-		t.ns = &ns // this thread's: NewNode runs inside the namespace
-	}
+		h: h}
 	byName := map[string]*config.VRRPScript{}
 	for _, s := range cfg.Scripts {
 		byName[s.Name] = s
@@ -71,31 +57,26 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	for _, g := range cfg.SyncGroups {
 		use(g.TrackScripts)
 	}
+	// Subscribed before the links are read: a change in between is not
+	// lost. This thread is in the instances' namespace (NewNode's rule).
+	var err error
+	if t.watch, err = openLinkWatch(); err != nil {
+		return nil, err
+	}
 	links, err := h.LinkList()
 	if err != nil {
+		t.close()
 		return nil, err
 	}
 	for _, l := range links {
 		t.links[l.Attrs().Name] = linkUp(l)
 	}
-	if err := netlink.LinkSubscribeWithOptions(t.updates, t.done, netlink.LinkSubscribeOptions{Namespace: t.ns}); err != nil {
-		return nil, err
-	}
 	return t, nil
 }
 
-// resubscribe renews the link subscription and the links' state. It runs
-// on run's goroutine; the handle works from any thread.
-func (t *tracking) resubscribe() {
-	t.updates = make(chan netlink.LinkUpdate, 64)
-	opts := netlink.LinkSubscribeOptions{Namespace: t.ns, ErrorCallback: func(err error) {
-		t.node.log.Warn("vrrp link subscription", "err", err)
-	}}
-	if err := netlink.LinkSubscribeWithOptions(t.updates, t.done, opts); err != nil {
-		t.node.log.Error("vrrp link subscription", "err", err)
-		t.updates = nil // no updates rather than a spinning loop
-		return
-	}
+// relist reads every link's state afresh, after the subscription lost
+// messages. It runs on run's goroutine; the handle works from any thread.
+func (t *tracking) relist() {
 	if links, err := t.h.LinkList(); err == nil {
 		t.mu.Lock()
 		for _, l := range links {
@@ -124,15 +105,12 @@ func (t *tracking) run(ctx context.Context) {
 			wg.Wait()
 			t.close()
 			return
-		case u, ok := <-t.updates:
-			if !ok {
-				// The subscription ended (a receive error such as ENOBUFS):
-				// subscribe again and read every link afresh, or interface
-				// tracking would silently stop.
-				t.node.log.Warn("vrrp link subscription ended: subscribing again")
-				t.resubscribe()
-				continue
-			}
+		case <-t.watch.lost:
+			// The kernel dropped link messages (ENOBUFS): read every
+			// link afresh, or interface tracking would silently miss one.
+			t.node.log.Warn("vrrp link updates lost: reading every link afresh")
+			t.relist()
+		case u := <-t.watch.updates:
 			name, up := u.Link.Attrs().Name, linkUp(u.Link)
 			if u.Header.Type == 17 { // RTM_DELLINK
 				up = false
