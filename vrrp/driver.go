@@ -14,13 +14,14 @@ import (
 type Driver struct {
 	m      *Machine
 	events chan func(now time.Time)
+	force  forceBox      // what its sync group asks: never through events (group.go)
 	done   chan struct{} // closed when Run returns: events are no longer taken
 }
 
 // NewDriver returns a driver for a machine with these parameters and
 // actions; the actions are called from Run's goroutine only.
 func NewDriver(p Params, act Actions) *Driver {
-	return &Driver{m: NewMachine(p, act), events: make(chan func(time.Time), 64), done: make(chan struct{})}
+	return &Driver{m: NewMachine(p, act), events: make(chan func(time.Time), 64), force: newForceBox(), done: make(chan struct{})}
 }
 
 // Init sets the effective priority and fault before Run starts the machine.
@@ -49,17 +50,6 @@ func (d *Driver) Receive(a *Advert, src netip.Addr) {
 // SetFault marks a tracked resource down or up.
 func (d *Driver) SetFault(fault bool) {
 	d.post(func(now time.Time) { d.m.SetFault(now, fault) })
-}
-
-// Force moves the machine to a state its sync group moved to; forced is
-// called around it so that the caller can tell the transitions it causes
-// from the machine's own.
-func (d *Driver) Force(to State, forced func(bool)) {
-	d.post(func(now time.Time) {
-		forced(true)
-		d.m.Force(now, to)
-		forced(false)
-	})
 }
 
 // Yield starts (on) or ends an operator's hand-over (Machine.Yield).
@@ -132,6 +122,8 @@ func (d *Driver) Run(ctx context.Context, stop bool) {
 			return
 		case f := <-d.events:
 			f(time.Now())
+		case <-d.force.wake:
+			d.applyForce(time.Now())
 		case <-fire:
 			d.m.Tick(time.Now())
 		}
