@@ -346,3 +346,62 @@ func TestRefusedBuildsLeakNothing(t *testing.T) {
 		t.Errorf("%d goroutines after 200 refused builds, %d before", got, gs)
 	}
 }
+
+// TestLinkWatchLostUpdates: a link watch opened inside a namespace (no
+// setns) reports that namespace's links, and when the kernel drops
+// messages because nobody read them in time (ENOBUFS) it says so on lost
+// and goes on reporting on the same socket.
+func TestLinkWatchLostUpdates(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-lw-a")
+	b := nstest.New(t, "dd-lw-b")
+	nstest.Link(t, a, b, "trk", "trk-peer", "", "")
+	var w *linkWatch
+	var err error
+	a.Do(t, func() { w, err = openLinkWatch() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l, err := a.NL.LinkByName("trk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nobody reads updates: the reader fills its channel, then the
+	// socket's buffer fills, then the kernel drops; the reader hears of it
+	// (ENOBUFS) once it reads again.
+	for range 3000 {
+		if err := a.NL.LinkSetDown(l); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.NL.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain := time.After(10 * time.Second)
+	for lost := false; !lost; {
+		select {
+		case <-w.updates:
+		case <-w.lost:
+			lost = true
+		case <-drain:
+			t.Fatal("6000 link changes unread and no loss reported")
+		}
+	}
+	// The same socket goes on: a change the flood never made, so that no stale message passes for it.
+	if err := a.NL.LinkSetMTU(l, 1300); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case u := <-w.updates:
+			if u.Link.Attrs().Name == "trk" && u.Link.Attrs().MTU == 1300 {
+				return
+			}
+		case <-w.lost:
+		case <-deadline:
+			t.Fatal("no update for trk's new MTU after the loss")
+		}
+	}
+}
