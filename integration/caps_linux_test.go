@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -78,10 +80,12 @@ func pidsOf(argv ...string) []int {
 // no inheritable capability, which systemd does not give a root service
 // either), beside keepalived. It must do everything it does with all of
 // them: start (link tracking subscribed, no setns and so no
-// CAP_SYS_ADMIN), run at nice -15, elect itself, add its VIPs and announce
-// them (IPv4 and IPv6), run a notify script as script_user, kill that
-// user's vrrp_script at its timeout, follow a tracked interface into
-// FAULT (keepalived takes over) and back.
+// CAP_SYS_ADMIN), run at nice -15, serve metrics on a port below 1024,
+// elect itself, add its VIPs and announce them (IPv4 and IPv6), run a
+// notify script as script_user, kill that user's vrrp_script at its
+// timeout, follow a tracked interface into FAULT (keepalived takes over)
+// and back. IPVS is not on the host's kernel: the data plane's use of
+// CAP_NET_ADMIN is not exercised here.
 func TestUnitCapabilities(t *testing.T) {
 	nstest.RequireRoot(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
@@ -160,7 +164,7 @@ vrrp_script hang {
 	}
 	start := time.Now()
 	d := nstest.Start(t, a, append([]string{"setpriv", "--bounding-set", strings.Join(bounding, ","),
-		"--inh-caps", "-all", "--ambient-caps", "-all", "--"}, binary, "-n", "-l", "-f", file)...)
+		"--inh-caps", "-all", "--ambient-caps", "-all", "--"}, binary, "-n", "-l", "-f", file, "--metrics-address", "127.0.0.1:99")...)
 	nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", "virtual_ipaddress_excluded {\n        2001:db8::100/64\n    }"))
 
 	holds := func(ns *nstest.NS, ifn string) func() bool {
@@ -186,6 +190,22 @@ vrrp_script hang {
 		}
 	}
 
+	// A metrics port below 1024 (CAP_NET_BIND_SERVICE).
+	nstest.WaitFor(t, 2*time.Second, "metrics on port 99", func() bool {
+		var got string
+		a.Do(t, func() {
+			c, err := net.DialTimeout("tcp", "127.0.0.1:99", time.Second)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(time.Second))
+			fmt.Fprintf(c, "GET /metrics HTTP/1.0\r\n\r\n")
+			b, _ := io.ReadAll(c)
+			got = string(b)
+		})
+		return strings.HasPrefix(got, "HTTP/1.0 200") || strings.HasPrefix(got, "HTTP/1.1 200")
+	})
 	nstest.WaitFor(t, 2*time.Second, "announcements of both VIPs", func() bool {
 		return arps.Count("192.0.2.100", start) > 0 && nas.Count("2001:db8::100", start) > 0
 	})
