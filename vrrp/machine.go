@@ -382,6 +382,72 @@ func (m *Machine) Yield(now time.Time, on bool) {
 // Yielding tells whether Yield is on.
 func (m *Machine) Yielding() bool { return m.yielding }
 
+// Carry is what a reload carries from an instance's old machine to its
+// new one (Machine.Snapshot, Machine.Resume), as keepalived's
+// restore_vrrp_state keeps an instance's state across a reload.
+type Carry struct {
+	State          State
+	MasterAddr     netip.Addr
+	MasterPrio     uint8
+	MasterAdverInt time.Duration
+	Started        time.Time // preempt_delay keeps counting from the first start
+}
+
+// Snapshot is the machine's Carry.
+func (m *Machine) Snapshot() Carry {
+	return Carry{State: m.state, MasterAddr: m.masterAddr, MasterPrio: m.masterPrio,
+		MasterAdverInt: m.masterAdverInt, Started: m.started}
+}
+
+// Resume starts the machine in the state its predecessor had (a reload),
+// without a transition: no notify, the addresses stay. A master stays
+// master, sending an advert at once (keepalived's reload_master); with
+// announce, addresses were added by the reload and are announced. A
+// backup restarts its down timer. The protocol decides from there: a
+// master whose new priority is below a peer's yields when it hears it.
+// An instance that is in fault now enters Fault (a master giving its
+// addresses up); one that was in fault starts afresh, as keepalived works
+// out fault for itself at a reload.
+func (m *Machine) Resume(now time.Time, c Carry, announce bool) {
+	if c.MasterAdverInt > 0 {
+		m.masterAdverInt = c.MasterAdverInt
+	}
+	m.masterAddr, m.masterPrio = c.MasterAddr, c.MasterPrio
+	m.started = now
+	if !c.Started.IsZero() {
+		m.started = c.Started
+	}
+	switch {
+	case c.State == Fault && m.fault:
+		m.state = Fault
+	case c.State == Master:
+		m.state = Master
+		m.masterAddr = netip.Addr{}
+		m.act.SendAdvert(m.priority)
+		m.adverTimer = now.Add(m.p.AdvertInt)
+		m.garpAt, m.garpN = time.Time{}, 0
+		if announce {
+			m.act.SendGARP(max(m.p.Garp.Repeat, 1))
+		}
+		if m.p.Garp.Refresh > 0 {
+			m.garpAt, m.garpN = now.Add(m.p.Garp.Refresh), max(m.p.Garp.RefreshRepeat, 1)
+		}
+	case c.State == Backup:
+		m.state = Backup
+		m.downTimer = now.Add(m.MasterDownInterval())
+	default:
+		m.Start(now)
+		return
+	}
+	if m.fault && m.state != Fault {
+		if m.state == Master {
+			m.act.SendAdvert(0)
+		}
+		m.adverTimer, m.downTimer, m.garpAt = time.Time{}, time.Time{}, time.Time{}
+		m.setState(Fault)
+	}
+}
+
 // Stop is a clean shutdown: a master sends a priority 0 advert so that a
 // backup takes over after Skew_Time rather than Master_Down_Interval.
 func (m *Machine) Stop() {

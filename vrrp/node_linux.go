@@ -81,6 +81,11 @@ type instance struct {
 	gnotes  *groupNotifier // its sync group's, shared by the members
 	state   atomic.Uint32  // the machine's state, for the group's notify
 
+	// deleted: a reload removed the instance; its stop tells the notify
+	// scripts DELETED (notify_deleted) or FAULT instead of STOP.
+	deleted atomic.Bool
+	resumed bool // Adopt resumes it from its predecessor
+
 	drops       [dropReasons]atomic.Uint64
 	sent        atomic.Uint64
 	received    atomic.Uint64
@@ -320,6 +325,12 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, g := range n.groups {
 		go g.run(n.track.runner)
 	}
+	for _, in := range n.insts {
+		if in.resumed && State(in.state.Load()) == Master {
+			n.bequeath() // the masters it took over from its predecessor
+			break
+		}
+	}
 	<-ctx.Done()
 	cancel()
 	drivers.Wait() // every master has sent its priority 0 advert
@@ -341,6 +352,129 @@ func (n *Node) Run(ctx context.Context) error {
 		<-g.done
 	}
 	return err
+}
+
+// Adopt prepares n, not yet run, to take over from old, still running,
+// as a reload does (plan is PlanReload's): each instance Kept or Changed
+// leaves old at once, without a priority 0 advert or a transition, and
+// resumes in n in the state it had (Machine.Resume), its addresses and
+// routes handed over without leaving the interface; of a master's
+// addresses those the new configuration adds are added (and announced),
+// those it drops stay with old, which removes them when it stops, as do
+// the instances Removed (notify DELETED or FAULT: notify_deleted). The
+// vrrp_scripts' results carry over by name. old stops writing testaments:
+// n writes them from its start.
+//
+// Then run n and stop old, in that order, so that the masters' adverts
+// pause only between the two.
+func (n *Node) Adopt(old *Node, plan []InstancePlan) {
+	old.willMu.Lock()
+	old.will = nil
+	old.willMu.Unlock()
+	byName := func(list []*instance, name string) *instance {
+		for _, in := range list {
+			if in.cfg.Name == name {
+				return in
+			}
+		}
+		return nil
+	}
+	// The scripts' results first: Run computes priorities from them.
+	old.track.mu.Lock()
+	for name, s := range n.track.scripts {
+		if o := old.track.scripts[name]; o != nil {
+			s.check.good, s.check.run = o.check.good, 0
+		}
+	}
+	old.track.mu.Unlock()
+	for _, p := range plan {
+		switch p.Change {
+		case Removed:
+			if oi := byName(old.insts, p.Old); oi != nil {
+				oi.deleted.Store(true)
+			}
+			continue
+		case Added:
+			continue
+		}
+		oi, ni := byName(old.insts, p.Old), byName(n.insts, p.New)
+		if oi == nil || ni == nil {
+			continue
+		}
+		c, ok := oi.drv.Retire()
+		if !ok {
+			continue
+		}
+		announce := false
+		if c.State == Master {
+			announce = ni.takeOver(oi)
+		}
+		ni.drv.Resume(c, announce)
+		ni.resumed = true
+		ni.state.Store(uint32(c.State))
+		ni.sent.Store(oi.sent.Load())
+		ni.received.Store(oi.received.Load())
+		ni.transitions.Store(oi.transitions.Load())
+		ni.since.Store(oi.since.Load())
+		n.log.Info("vrrp reload: instance resumes", "instance", ni.cfg.Name, "vrid", ni.cfg.VRID,
+			"state", c.State.String(), "change", p.Change.String(), "what", p.What)
+	}
+	// A sync group whose members all resumed in one state is in it: no
+	// group notify for it (keepalived's state_same_at_reload).
+	for _, g := range n.groups {
+		var st State
+		first, all := true, true
+		for _, in := range n.insts {
+			if in.gnotes != g {
+				continue
+			}
+			s := State(in.state.Load())
+			if !in.resumed || (!first && s != st) {
+				all = false
+				break
+			}
+			st, first = s, false
+		}
+		if all && !first {
+			g.last = st
+		}
+	}
+}
+
+// takeOver hands a resumed master's addresses and routes from its
+// predecessor to it, adding those that are new; it reports whether it
+// added any (they are then announced).
+func (in *instance) takeOver(old *instance) bool {
+	added := false
+	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
+		dev := v.Dev
+		if dev == "" {
+			dev = in.cfg.Interface
+		}
+		if in.node.addrs.take(old.node.addrs, dev, v.Prefix) {
+			continue
+		}
+		if err := in.node.addrs.Add(dev, v); err != nil {
+			in.node.log.Error("vrrp address", "instance", in.cfg.Name, "err", err)
+		}
+		added = true
+	}
+	for _, r := range in.cfg.Routes {
+		taken := false
+		for _, or := range old.cfg.Routes {
+			if config.Canonical(or) == config.Canonical(r) && in.node.routes.take(old.node.routes, or, r) {
+				taken = true
+				break
+			}
+		}
+		if taken {
+			continue
+		}
+		if err := in.node.routes.Add(r, in.cfg.Interface); err != nil {
+			in.node.log.Error("vrrp route", "instance", in.cfg.Name, "err", err)
+		}
+	}
+	return added
 }
 
 // Close closes the sockets.
@@ -462,7 +596,7 @@ func (in *instance) Transition(from, to State) {
 	if f := in.node.observe.Load(); f != nil {
 		(*f)(Event{Instance: in.cfg.Name, VRID: uint8(in.cfg.VRID), From: from, To: to})
 	}
-	defer in.notify(to, in.drv.m.Priority())
+	defer in.notify(from, to, in.drv.m.Priority())
 	defer in.groupNotify(to)
 	// The rest of a sync group follows a member that becomes master, or
 	// that gives mastership up to another router.
