@@ -85,6 +85,9 @@ type instance struct {
 	// scripts DELETED (notify_deleted) or FAULT instead of STOP.
 	deleted atomic.Bool
 	resumed bool // Adopt resumes it from its predecessor
+	// noPeer: unicast_fault_no_peer with no peer but ourselves: always
+	// in fault.
+	noPeer bool
 
 	drops       [dropReasons]atomic.Uint64
 	sent        atomic.Uint64
@@ -169,6 +172,9 @@ func (n *Node) retrack(now time.Time) {
 
 func (n *Node) faultOf(in *instance) (uint8, bool) {
 	p, fault := n.track.effective(in)
+	if in.noPeer {
+		fault = true
+	}
 	for _, o := range in.members {
 		if _, f := n.track.effective(o); f {
 			fault = true
@@ -187,6 +193,12 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		group = ci.MCastDstIP
 	}
 	unicast := len(ci.UnicastPeers) > 0
+	if ci.UnicastFaultNoPeer && !unicast {
+		// keepalived: no peers and unicast_fault_no_peer is FAULT, not
+		// multicast.
+		n.log.Warn("vrrp instance has no unicast peer: FAULT (unicast_fault_no_peer)", "instance", ci.Name)
+		unicast = true
+	}
 	if unicast {
 		group = netip.Addr{}
 	}
@@ -201,7 +213,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		socks[key] = s
 		n.socks = append(n.socks, s)
 	}
-	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500)}
+	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500), noPeer: unicast && ci.UnicastFaultNoPeer}
 	s.byID[uint8(ci.VRID)] = in
 	var err error
 	switch {
@@ -222,6 +234,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 				in.dsts = append(in.dsts, p.Addr)
 			}
 		}
+		in.noPeer = in.noPeer && len(in.dsts) == 0
 	} else {
 		in.dsts = []netip.Addr{group}
 	}
@@ -521,7 +534,7 @@ func (n *Node) read(s *sock) {
 			s.drops[DropVRID].Add(1)
 			continue
 		}
-		if r.Dst.IsMulticast() && r.Dst != in.dsts[0] {
+		if r.Dst.IsMulticast() && (len(in.dsts) == 0 || r.Dst != in.dsts[0]) {
 			in.drops[DropDestination].Add(1)
 			continue
 		}
