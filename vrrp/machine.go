@@ -111,6 +111,24 @@ type Machine struct {
 	lowerSince time.Time
 	garpAt     time.Time // master: next gratuitous ARP burst
 	garpN      int       // its size
+	// delayUntil is the end of vrrp_startup_delay: until then no instance
+	// becomes master (DelayStart).
+	delayUntil time.Time
+}
+
+// DelayStart holds the machine back from becoming master until until
+// (vrrp_startup_delay), as keepalived's vrrp_delayed_start_time does: a
+// backup's down timer set before then runs from until, not from now, and
+// the address owner waits for until instead of becoming master at once.
+// Call it before Start.
+func (m *Machine) DelayStart(until time.Time) { m.delayUntil = until }
+
+// downAt is when a down timer of d set at now expires.
+func (m *Machine) downAt(now time.Time, d time.Duration) time.Time {
+	if now.Before(m.delayUntil) {
+		return m.delayUntil.Add(d)
+	}
+	return now.Add(d)
 }
 
 // NewMachine returns a machine in Initialize; call Start.
@@ -181,6 +199,11 @@ func (m *Machine) Start(now time.Time) {
 func (m *Machine) enter(now time.Time) {
 	m.started = now
 	if m.priority == 255 {
+		if now.Before(m.delayUntil) {
+			m.becomeBackup(now, m.p.AdvertInt)
+			m.downTimer = m.delayUntil
+			return
+		}
 		m.becomeMaster(now)
 		return
 	}
@@ -207,7 +230,7 @@ func (m *Machine) becomeBackup(now time.Time, masterInt time.Duration) {
 	m.adverTimer, m.garpAt = time.Time{}, time.Time{}
 	m.lowerSince = time.Time{} // preempt_delay counts afresh
 	m.masterAdverInt = masterInt
-	m.downTimer = now.Add(m.MasterDownInterval())
+	m.downTimer = m.downAt(now, m.MasterDownInterval())
 	m.setState(Backup)
 }
 
@@ -242,7 +265,7 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 	case Backup:
 		if a.Priority == 0 {
 			// The master is leaving: take over after Skew_Time.
-			m.downTimer = now.Add(m.skew())
+			m.downTimer = m.downAt(now, m.skew())
 			return
 		}
 		lower := a.Priority < m.priority
@@ -259,7 +282,7 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 			if m.p.Version == 3 {
 				m.masterAdverInt = interval
 			}
-			m.downTimer = now.Add(m.MasterDownInterval())
+			m.downTimer = m.downAt(now, m.MasterDownInterval())
 			return
 		}
 		// A lower priority master and we preempt: ignore it, so that the
@@ -434,7 +457,7 @@ func (m *Machine) Resume(now time.Time, c Carry, announce bool) {
 		}
 	case c.State == Backup:
 		m.state = Backup
-		m.downTimer = now.Add(m.MasterDownInterval())
+		m.downTimer = m.downAt(now, m.MasterDownInterval())
 	default:
 		m.Start(now)
 		return

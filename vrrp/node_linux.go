@@ -33,7 +33,13 @@ type Node struct {
 	will       func(Testament) // OnTestament's
 	willMu     sync.Mutex
 	running    atomic.Bool // Run has started: it ends the tracking itself
-	observe    atomic.Pointer[func(Event)]
+	// startupDelay is vrrp_startup_delay; delayUntil its end, set when
+	// Run first starts (or taken over by Adopt: a reload does not delay
+	// again).
+	startupDelay time.Duration
+	delayUntil   time.Time
+	adopted      bool
+	observe      atomic.Pointer[func(Event)]
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the
@@ -100,7 +106,8 @@ type instance struct {
 // thread inside the network namespace the instances belong to; h is a
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
-	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h), pacers: map[string]*Pacer{}}
+	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h), pacers: map[string]*Pacer{},
+		startupDelay: cfg.Global.StartupDelay}
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
 		in, err := n.newInstance(cfg, ci, socks)
@@ -323,8 +330,13 @@ func (n *Node) Run(ctx context.Context) error {
 	var drivers sync.WaitGroup
 	var announcing []chan struct{}
 	now := time.Now()
+	if !n.adopted && n.startupDelay > 0 {
+		n.delayUntil = now.Add(n.startupDelay)
+		n.log.Info("vrrp: no instance becomes master before the startup delay ends", "vrrp_startup_delay", n.startupDelay)
+	}
 	for _, in := range n.insts {
 		p, fault := n.faultOf(in)
+		in.drv.m.DelayStart(n.delayUntil)
 		in.drv.Init(now, p, fault)
 		in.notes = &notifier{in: in, queue: make(chan notification, 64), done: make(chan struct{})}
 		go in.notes.run(n.track.runner)
@@ -381,6 +393,7 @@ func (n *Node) Run(ctx context.Context) error {
 // Then run n and stop old, in that order, so that the masters' adverts
 // pause only between the two.
 func (n *Node) Adopt(old *Node, plan []InstancePlan) {
+	n.adopted, n.delayUntil = true, old.delayUntil
 	old.willMu.Lock()
 	old.will = nil
 	old.willMu.Unlock()

@@ -244,31 +244,3 @@ func TestNamespaceReloadPriorityInPlace(t *testing.T) {
 	}
 	t.Logf("b took over %v after the reload", took)
 }
-
-// TestUnicastFaultNoPeer: an instance with unicast_fault_no_peer and no
-// peer (its own address only) is in FAULT and holds no VIP, as in
-// keepalived; without the keyword it falls back to multicast and becomes
-// master.
-func TestUnicastFaultNoPeer(t *testing.T) {
-	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-unp-a")
-	b := nstest.New(t, "dd-unp-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-	conf := func(extra string) string {
-		return nstest.Instance("dda", 100, 3, "0.1", "192.0.2.100/24", extra) +
-			strings.ReplaceAll(strings.ReplaceAll(nstest.Instance("dda", 100, 3, "0.1", "192.0.2.101/24", "unicast_fault_no_peer\n unicast_src_ip 192.0.2.1\n unicast_peer {\n 192.0.2.1\n }"), "VI_1", "VI_3"), "51", "53")
-	}
-	na := startNode(t, a, conf("unicast_fault_no_peer"))
-	nstest.WaitFor(t, 3*time.Second, "VI_1 (no peer at all) and VI_3 (only itself) in FAULT, held", func() bool {
-		return statusOf(t, na, "VI_1").State == Fault && statusOf(t, na, "VI_3").State == Fault
-	})
-	nstest.HoldFor(t, 600*time.Millisecond, "both in FAULT", func() bool {
-		return statusOf(t, na, "VI_1").State == Fault && statusOf(t, na, "VI_3").State == Fault &&
-			!a.HasAddr(t, "dda", "192.0.2.100") && !a.HasAddr(t, "dda", "192.0.2.101")
-	})
-	na.stop()
-	nb := startNode(t, a, nstest.Instance("dda", 100, 3, "0.1", "192.0.2.100/24", ""))
-	nstest.WaitFor(t, 3*time.Second, "without the keyword: master over multicast", func() bool {
-		return nb.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
-	})
-}

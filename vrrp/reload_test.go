@@ -132,3 +132,39 @@ func TestResume(t *testing.T) {
 		}
 	})
 }
+
+// TestStartupDelay: with vrrp_startup_delay no instance becomes master
+// before the delay ends: a backup's down timer runs from its end (adverts
+// heard meanwhile restart it from there too), and the address owner
+// becomes master at its end, as keepalived's vrrp_delayed_start_time.
+func TestStartupDelay(t *testing.T) {
+	t.Run("backup", func(t *testing.T) {
+		s := newSim(t, v2params(100))
+		s.m.DelayStart(s.t0.Add(5 * time.Second))
+		s.start()
+		s.until(9 * time.Second)
+		s.want("0s INIT->BACKUP", "8.609375s advert 100", "8.609375s BACKUP->MASTER", "8.609375s garp 5")
+	})
+	t.Run("backup hearing a master during the delay", func(t *testing.T) {
+		s := newSim(t, v2params(100))
+		s.m.DelayStart(s.t0.Add(5 * time.Second))
+		s.start()
+		s.advert(2*time.Second, 200, "192.0.2.2", 1) // then silent
+		s.until(8 * time.Second)
+		s.want("0s INIT->BACKUP")
+		s.until(9 * time.Second)
+		s.want("8.609375s advert 100", "8.609375s BACKUP->MASTER", "8.609375s garp 5")
+	})
+	t.Run("owner", func(t *testing.T) {
+		s := newSim(t, v2params(255))
+		s.m.DelayStart(s.t0.Add(5 * time.Second))
+		s.start()
+		s.until(5500 * time.Millisecond)
+		s.want("0s INIT->BACKUP", "5s advert 255", "5s BACKUP->MASTER", "5s garp 5")
+	})
+	t.Run("no delay", func(t *testing.T) {
+		s := newSim(t, v2params(255))
+		s.start()
+		s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5")
+	})
+}

@@ -1,0 +1,62 @@
+package vrrp
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/directord/directord/internal/nstest"
+)
+
+// Namespace tests of the lifecycle keywords: each fails if its keyword is
+// ignored.
+
+// TestUnicastFaultNoPeer: an instance with unicast_fault_no_peer and no
+// peer (its own address only) is in FAULT and holds no VIP, as in
+// keepalived; without the keyword it falls back to multicast and becomes
+// master.
+func TestUnicastFaultNoPeer(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-unp-a")
+	b := nstest.New(t, "dd-unp-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	conf := func(extra string) string {
+		return nstest.Instance("dda", 100, 3, "0.1", "192.0.2.100/24", extra) +
+			strings.ReplaceAll(strings.ReplaceAll(nstest.Instance("dda", 100, 3, "0.1", "192.0.2.101/24", "unicast_fault_no_peer\n unicast_src_ip 192.0.2.1\n unicast_peer {\n 192.0.2.1\n }"), "VI_1", "VI_3"), "51", "53")
+	}
+	na := startNode(t, a, conf("unicast_fault_no_peer"))
+	nstest.WaitFor(t, 3*time.Second, "VI_1 (no peer at all) and VI_3 (only itself) in FAULT, held", func() bool {
+		return statusOf(t, na, "VI_1").State == Fault && statusOf(t, na, "VI_3").State == Fault
+	})
+	nstest.HoldFor(t, 600*time.Millisecond, "both in FAULT", func() bool {
+		return statusOf(t, na, "VI_1").State == Fault && statusOf(t, na, "VI_3").State == Fault &&
+			!a.HasAddr(t, "dda", "192.0.2.100") && !a.HasAddr(t, "dda", "192.0.2.101")
+	})
+	na.stop()
+	nb := startNode(t, a, nstest.Instance("dda", 100, 3, "0.1", "192.0.2.100/24", ""))
+	nstest.WaitFor(t, 3*time.Second, "without the keyword: master over multicast", func() bool {
+		return nb.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
+	})
+}
+
+// TestStartupDelayKeyword: with vrrp_startup_delay 1 the address owner,
+// alone, is still backup half a second in and master after the second,
+// as in keepalived; without the delay it is master at once.
+func TestStartupDelayKeyword(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-sd-a")
+	b := nstest.New(t, "dd-sd-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	start := time.Now()
+	na := startNode(t, a, "global_defs {\n vrrp_startup_delay 1\n}\n"+nstest.Instance("dda", 255, 3, "0.1", "192.0.2.100/24", ""))
+	nstest.HoldFor(t, 500*time.Millisecond, "backup during the delay", func() bool {
+		return na.state(t) == Backup && !a.HasAddr(t, "dda", "192.0.2.100")
+	})
+	nstest.WaitFor(t, 2*time.Second, "master after the delay", func() bool { return na.state(t) == Master })
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("master %v after the start, before the 1 s delay", took)
+	}
+	na.stop()
+	nb := startNode(t, a, nstest.Instance("dda", 255, 3, "0.1", "192.0.2.100/24", ""))
+	nstest.WaitFor(t, 300*time.Millisecond, "master at once without the delay", func() bool { return nb.state(t) == Master })
+}
