@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,4 +60,62 @@ func TestStartupDelayKeyword(t *testing.T) {
 	na.stop()
 	nb := startNode(t, a, nstest.Instance("dda", 255, 3, "0.1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 300*time.Millisecond, "master at once without the delay", func() bool { return nb.state(t) == Master })
+}
+
+// promoteSecondaries reads dda's promote_secondaries in ns.
+func promoteSecondaries(t *testing.T, ns *nstest.NS, dev string) string {
+	t.Helper()
+	var b []byte
+	var err error
+	ns.Do(t, func() { b, err = os.ReadFile("/proc/sys/net/ipv4/conf/" + dev + "/promote_secondaries") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func setPromoteSecondaries(t *testing.T, ns *nstest.NS, dev, v string) {
+	t.Helper()
+	var err error
+	ns.Do(t, func() { err = os.WriteFile("/proc/sys/net/ipv4/conf/"+dev+"/promote_secondaries", []byte(v), 0o644) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPromoteSecondaries: an instance with promote_secondaries sets it on
+// its interface (here one with IPv6 VIPs only, where directord would not
+// set it by itself), keeps it through a reload, and puts the interface's
+// value back when it stops, as keepalived does; without the keyword the
+// interface is left alone. An interface taking IPv4 VIPs is set and
+// restored likewise.
+func TestPromoteSecondaries(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-ps-a")
+	b := nstest.New(t, "dd-ps-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24 2001:db8::2/64")
+	for _, c := range []struct {
+		name, extra, vip, during string
+	}{
+		{"keyword, IPv6", "promote_secondaries", "2001:db8::100/64", "1"},
+		{"no keyword, IPv6", "", "2001:db8::100/64", "0"},
+		{"no keyword, IPv4", "", "192.0.2.100/24", "1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			setPromoteSecondaries(t, a, "dda", "0")
+			conf := nstest.Instance("dda", 100, 3, "0.1", c.vip, c.extra)
+			nd := startNode(t, a, conf)
+			if got := promoteSecondaries(t, a, "dda"); got != c.during {
+				t.Errorf("promote_secondaries %s while running, want %s", got, c.during)
+			}
+			nd, _ = reloadNode(t, nd, parseConf(t, a, conf), strings.Replace(conf, "priority 100", "priority 110", 1))
+			if got := promoteSecondaries(t, a, "dda"); got != c.during {
+				t.Errorf("promote_secondaries %s after a reload, want %s", got, c.during)
+			}
+			nd.stop()
+			if got := promoteSecondaries(t, a, "dda"); got != "0" {
+				t.Errorf("promote_secondaries %s after the stop, want 0 as before", got)
+			}
+		})
+	}
 }

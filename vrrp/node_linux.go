@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +41,12 @@ type Node struct {
 	startupDelay time.Duration
 	delayUntil   time.Time
 	adopted      bool
-	observe      atomic.Pointer[func(Event)]
+	// promoteDevs are the interfaces whose promote_secondaries the Node
+	// sets; promoted those it changed, with the value to restore.
+	promoteDevs []string
+	promMu      sync.Mutex
+	promoted    map[string]*sysctlSave
+	observe     atomic.Pointer[func(Event)]
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the
@@ -141,17 +148,21 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 	}
 	// Removing a subnet's primary address removes its secondaries too,
 	// unless the interface promotes them: a VIP leaving must not take an
-	// operator's address (or another instance's VIP) with it.
+	// operator's address (or another instance's VIP) with it. keepalived
+	// sets it on the interface of an instance with promote_secondaries;
+	// directord also on every interface that takes IPv4 VIPs. Both are
+	// restored when the Node ends.
 	for _, ci := range cfg.Instances {
+		if ci.PromoteSecondaries && ci.Interface != "" {
+			n.promote(ci.Interface)
+		}
 		for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
 			dev := v.Dev
 			if dev == "" {
 				dev = ci.Interface
 			}
 			if v.Prefix.Addr().Is4() && dev != "" {
-				if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+dev+"/promote_secondaries", []byte("1"), 0o644); err != nil {
-					log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
-				}
+				n.promote(dev)
 			}
 		}
 	}
@@ -394,6 +405,7 @@ func (n *Node) Run(ctx context.Context) error {
 // pause only between the two.
 func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 	n.adopted, n.delayUntil = true, old.delayUntil
+	n.takeSysctls(old)
 	old.willMu.Lock()
 	old.will = nil
 	old.willMu.Unlock()
@@ -503,11 +515,89 @@ func (in *instance) takeOver(old *instance) bool {
 	return added
 }
 
-// Close closes the sockets.
+// sysctlSave is a sysctl file the Node changed, open (so that it stays the
+// namespace's), with the value it had.
+type sysctlSave struct {
+	f    *os.File
+	orig []byte
+}
+
+// promote sets promote_secondaries on dev, remembering the value it had.
+// It runs inside the Node's namespace (NewNode).
+func (n *Node) promote(dev string) {
+	if slices.Contains(n.promoteDevs, dev) {
+		return
+	}
+	n.promoteDevs = append(n.promoteDevs, dev)
+	path := "/proc/sys/net/ipv4/conf/" + dev + "/promote_secondaries"
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		return
+	}
+	orig := make([]byte, 16)
+	k, err := f.ReadAt(orig, 0)
+	orig = bytes.TrimSpace(orig[:k])
+	if k == 0 && err != nil {
+		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		f.Close()
+		return
+	}
+	if string(orig) == "1" {
+		f.Close() // nothing to restore
+		return
+	}
+	if _, err := f.WriteAt([]byte("1"), 0); err != nil {
+		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		f.Close()
+		return
+	}
+	if n.promoted == nil {
+		n.promoted = map[string]*sysctlSave{}
+	}
+	n.promoted[dev] = &sysctlSave{f: f, orig: orig}
+}
+
+// restoreSysctls puts back what promote changed.
+func (n *Node) restoreSysctls() {
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	for dev, s := range n.promoted {
+		if _, err := s.f.WriteAt(s.orig, 0); err != nil {
+			n.log.Warn("vrrp: restoring promote_secondaries", "interface", dev, "err", err)
+		}
+		s.f.Close()
+	}
+	n.promoted = nil
+}
+
+// takeSysctls hands old's saved values for the interfaces n sets too to
+// n: n restores them when it ends, old leaves them.
+func (n *Node) takeSysctls(old *Node) {
+	old.promMu.Lock()
+	defer old.promMu.Unlock()
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	for _, dev := range n.promoteDevs {
+		if s := old.promoted[dev]; s != nil {
+			if n.promoted == nil {
+				n.promoted = map[string]*sysctlSave{}
+			}
+			if mine := n.promoted[dev]; mine != nil {
+				mine.f.Close()
+			}
+			n.promoted[dev] = s
+			delete(old.promoted, dev)
+		}
+	}
+}
+
+// Close closes the sockets and restores the interfaces' promote_secondaries.
 //
 // A Node that never ran (a reload that failed after preparing it) lets go
 // of its link subscription too.
 func (n *Node) Close() {
+	n.restoreSysctls()
 	if n.track != nil && !n.running.Load() {
 		n.track.close()
 	}
