@@ -119,3 +119,20 @@ func TestPromoteSecondaries(t *testing.T) {
 		})
 	}
 }
+
+// TestStateKeyword: an address owner configured state BACKUP waits
+// Master_Down_Interval before becoming master, where state MASTER (the
+// owner's default) is master at once.
+func TestStateKeyword(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-st-a")
+	b := nstest.New(t, "dd-st-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	// Master_Down_Interval at 1 s and priority 255: 3.004 s.
+	na := startNode(t, a, nstest.Instance("dda", 255, 3, "1", "192.0.2.100/24", "state BACKUP"))
+	nstest.HoldFor(t, 2*time.Second, "state BACKUP: backup for Master_Down_Interval", func() bool { return na.state(t) == Backup })
+	nstest.WaitFor(t, 3*time.Second, "master after it", func() bool { return na.state(t) == Master })
+	na.stop()
+	nb := startNode(t, a, nstest.Instance("dda", 255, 3, "1", "192.0.2.100/24", "state MASTER"))
+	nstest.WaitFor(t, 300*time.Millisecond, "state MASTER: master at once", func() bool { return nb.state(t) == Master })
+}

@@ -55,7 +55,12 @@ type Params struct {
 	// (which hears a lower priority) announces its addresses afresh: after
 	// a partition heals, the segment forgets the loser's announcements.
 	HigherPrioSendAdvert bool
-	Garp                 GarpParams
+	// InitMaster is state MASTER: the address owner then becomes master at
+	// once on start; an owner in state BACKUP waits Master_Down_Interval
+	// like any backup (keepalived.conf(5), vrrp_init_state). Below 255 the
+	// initial state changes nothing at run time.
+	InitMaster bool
+	Garp       GarpParams
 }
 
 // GarpParams are the gratuitous ARP / unsolicited NA bursts sent by a
@@ -198,7 +203,7 @@ func (m *Machine) Start(now time.Time) {
 // preempt_delay counts from it.
 func (m *Machine) enter(now time.Time) {
 	m.started = now
-	if m.priority == 255 {
+	if m.priority == 255 && m.p.InitMaster {
 		if now.Before(m.delayUntil) {
 			m.becomeBackup(now, m.p.AdvertInt)
 			m.downTimer = m.delayUntil

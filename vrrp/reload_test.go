@@ -168,3 +168,29 @@ func TestStartupDelay(t *testing.T) {
 		s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5")
 	})
 }
+
+// TestInitialState: the address owner in state MASTER becomes master at
+// once; in state BACKUP it waits Master_Down_Interval like any backup
+// (keepalived.conf(5): "If the priority is 255, then the instance will
+// transition immediately to MASTER if state MASTER is specified;
+// otherwise the instance will wait"). Below 255, state MASTER changes
+// nothing.
+func TestInitialState(t *testing.T) {
+	owner := v2params(255)
+	s := newSim(t, owner)
+	s.start()
+	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5")
+
+	owner.InitMaster = false
+	s = newSim(t, owner)
+	s.start()
+	s.until(4 * time.Second)
+	s.want("0s INIT->BACKUP", "3.00390625s advert 255", "3.00390625s BACKUP->MASTER", "3.00390625s garp 5")
+
+	p := v2params(100)
+	p.InitMaster = true
+	s = newSim(t, p)
+	s.start()
+	s.until(4 * time.Second)
+	s.want("0s INIT->BACKUP", "3.609375s advert 100", "3.609375s BACKUP->MASTER", "3.609375s garp 5")
+}
