@@ -517,6 +517,15 @@ func (d *daemon) reloadLocked() error {
 			node.Adopt(d.node, plan)
 			oldStop, oldDone := d.nodeStop, d.nodeDone
 			d.runNode(cfg, node, nodeNL)
+			if d.lvs != nil {
+				// The resumed instances make no transition: the sync
+				// daemons learn their state (and a renamed one's) here.
+				if st, err := node.Status(context.Background()); err == nil {
+					for _, s := range st {
+						d.lvs.Observe(vrrp.Event{Instance: s.Name, To: s.State})
+					}
+				}
+			}
 			node = nil
 			oldStop()
 			if err := <-oldDone; err != nil {
