@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/internal/nstest"
@@ -243,4 +246,65 @@ func TestNamespaceReloadPriorityInPlace(t *testing.T) {
 		t.Error("a kept the VIP as backup")
 	}
 	t.Logf("b took over %v after the reload", took)
+}
+
+// TestNamespaceReloadChangesVIPs: a master's address list changed by a
+// reload changes in place, as keepalived's clear_diff_vrrp_vip and
+// restore_vrrp_state: the address it keeps never leaves (every 10 ms
+// sample), the one dropped is removed, the one added is added and
+// announced (a gratuitous ARP), with no transition.
+func TestNamespaceReloadChangesVIPs(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-rv-a")
+	b := nstest.New(t, "dd-rv-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	routes := func(lead string, dst ...string) string {
+		return lead + "virtual_routes {\n " + strings.Join(dst, "\n ") + "\n }"
+	}
+	conf := nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24\n 192.0.2.102/24",
+		routes("", "198.51.100.0/24 dev dda", "203.0.113.0/24 dev dda"))
+	hasRoute := func(dst string) bool {
+		_, n, _ := net.ParseCIDR(dst)
+		list, err := a.NL.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: n}, netlink.RT_FILTER_DST)
+		return err == nil && len(list) > 0
+	}
+	na := startNode(t, a, conf)
+	nstest.WaitFor(t, 3*time.Second, "a master", func() bool {
+		return na.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.102")
+	})
+	tr := na.status(t).Transitions
+	arp := nstest.WatchARP(t, b, "ddb")
+	count, stop := sampleVIP(t, a, "dda", netip.MustParseAddr("192.0.2.100"))
+	nstest.WaitFor(t, 5*time.Second, "20 samples", func() bool { return count() >= 20 })
+	since := time.Now()
+	// The kept route moves to another line of the file.
+	na, _ = reloadNode(t, na, parseConf(t, a, conf), nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24\n 192.0.2.103/24",
+		routes("\n\n\n", "198.51.100.0/24 dev dda", "192.0.2.128/25 dev dda")))
+	after := count()
+	nstest.WaitFor(t, 5*time.Second, "30 samples after the reload", func() bool { return count() >= after+30 })
+	samples, missing := stop()
+	if missing > 0 {
+		t.Errorf("the kept VIP was missing at %d of %d samples", missing, samples)
+	}
+	if a.HasAddr(t, "dda", "192.0.2.102") {
+		t.Error("the dropped VIP is still there")
+	}
+	if !a.HasAddr(t, "dda", "192.0.2.103") {
+		t.Error("the added VIP is not there")
+	}
+	if !hasRoute("198.51.100.0/24") || !hasRoute("192.0.2.128/25") || hasRoute("203.0.113.0/24") {
+		t.Errorf("routes after the reload: kept %v, added %v, dropped still there %v",
+			hasRoute("198.51.100.0/24"), hasRoute("192.0.2.128/25"), hasRoute("203.0.113.0/24"))
+	}
+	nstest.WaitFor(t, 2*time.Second, "a gratuitous ARP for the added VIP", func() bool { return arp.Count("192.0.2.103", since) > 0 })
+	if s := na.status(t); s.State != Master || s.Transitions != tr {
+		t.Errorf("after the reload: %v with %d transitions (was %d)", s.State, s.Transitions, tr)
+	}
+	na.stop()
+	if a.HasAddr(t, "dda", "192.0.2.100") || a.HasAddr(t, "dda", "192.0.2.103") {
+		t.Error("the stop left a VIP behind")
+	}
+	if hasRoute("198.51.100.0/24") || hasRoute("192.0.2.128/25") {
+		t.Error("the stop left a route behind")
+	}
 }
