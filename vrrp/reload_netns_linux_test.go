@@ -188,7 +188,8 @@ func TestNamespaceReloadKeepsLoneMaster(t *testing.T) {
 // TestNamespaceReloadPriorityInPlace: a master's priority changed by a
 // reload stays master while it is still the highest, and hands over when
 // it is below its preempting peer (the peer preempts, as the protocol
-// says); a removed instance's notify is told DELETED with notify_deleted.
+// says); a removed instance's notify is told DELETED with notify_deleted,
+// FAULT without.
 func TestNamespaceReloadPriorityInPlace(t *testing.T) {
 	nstest.RequireRoot(t)
 	a := nstest.New(t, "dd-rp-a")
@@ -202,10 +203,22 @@ func TestNamespaceReloadPriorityInPlace(t *testing.T) {
     priority 100
     version 3
     advert_int 0.1
-    notify_deleted
-    notify "/bin/sh -c 'echo \"$0 $*\" >> %s' n"
+    notify_deleted "/bin/sh -c 'echo deleted9 >> %[1]s'"
+    notify "/bin/sh -c 'echo \"$0 $*\" >> %[1]s' n"
     virtual_ipaddress {
         192.0.2.109/24
+    }
+}
+vrrp_instance VI_8 {
+    interface dda
+    virtual_router_id 58
+    priority 100
+    version 3
+    advert_int 0.1
+    notify_fault "/bin/sh -c 'echo fault8 >> %[1]s'"
+    notify "/bin/sh -c 'echo \"$0 $*\" >> %[1]s' m"
+    virtual_ipaddress {
+        192.0.2.108/24
     }
 }
 `, notes) + nstest.Instance("dda", p, 3, "0.1", "192.0.2.100/24", "")
@@ -217,7 +230,9 @@ func TestNamespaceReloadPriorityInPlace(t *testing.T) {
 	aMaster := func() bool {
 		return statusOf(t, na, "VI_1").State == Master && nb.state(t) == Backup
 	}
-	nstest.WaitFor(t, 3*time.Second, "a master", func() bool { return aMaster() && statusOf(t, na, "VI_9").State == Master })
+	nstest.WaitFor(t, 3*time.Second, "a master", func() bool {
+		return aMaster() && statusOf(t, na, "VI_9").State == Master && statusOf(t, na, "VI_8").State == Master
+	})
 	tr := statusOf(t, na, "VI_1").Transitions
 
 	// 200 -> 180: still above b's 150.
@@ -231,8 +246,15 @@ func TestNamespaceReloadPriorityInPlace(t *testing.T) {
 		t.Error("the removed instance's VIP is still there")
 	}
 	got, _ := os.ReadFile(notes)
-	if !strings.HasSuffix(string(got), "n INSTANCE VI_9 DELETED 100\n") {
-		t.Errorf("the removed instance's notify calls:\n%s\nwant its last DELETED", got)
+	// keepalived's clear_diff_vrrp: DELETED with notify_deleted (and its
+	// script), FAULT (and notify_fault) without.
+	for _, want := range []string{"deleted9\nn INSTANCE VI_9 DELETED 100\n", "fault8\nm INSTANCE VI_8 FAULT 100\n"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("the removed instances' notify calls:\n%s\nwant %q", got, want)
+		}
+	}
+	if strings.Contains(string(got), "STOP") {
+		t.Errorf("a removed instance was told STOP:\n%s", got)
 	}
 
 	// 180 -> 100: below b's 150; b preempts within Master_Down_Interval.
