@@ -12,6 +12,10 @@ var Differences = map[string]map[string]string{
 		"url":           "a checker without url is an error; keepalived drops the checker silently, so the real server is never checked",
 		"fast_recovery": "read, no effect: every URL is fetched at each probe",
 	},
+	"vrrp_instance": {
+		"no_accept": "read, no effect: keepalived carries no_accept out only through nftables or iptables rules that drop traffic to a non-owner's VIPs; directord writes no firewall rules, so the VIPs take traffic as with accept (vrrp_strict's no_accept likewise)",
+		"accept":    "the default either way: directord drops no traffic to the VIPs (see no_accept)",
+	},
 	"vrrp_sync_group": {
 		"group": "members named without group { } are read as members, with a warning; keepalived reports an unknown keyword",
 	},

@@ -176,3 +176,20 @@ func Has(h *netlink.Handle, link string, addr netip.Addr) (bool, error) {
 		return false, nil
 	}
 }
+
+// take moves the claim on (link, prefix) from another Addrs to m: the
+// address stays on the interface and m will remove it. It reports whether
+// from had claimed it.
+func (m *Addrs) take(from *Addrs, link string, prefix netip.Prefix) bool {
+	k := addrKey{link, prefix}
+	from.mu.Lock()
+	a, ok := from.added[k]
+	delete(from.added, k)
+	from.mu.Unlock()
+	if ok {
+		m.mu.Lock()
+		m.added[k] = a
+		m.mu.Unlock()
+	}
+	return ok
+}

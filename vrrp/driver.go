@@ -16,6 +16,10 @@ type Driver struct {
 	events chan func(now time.Time)
 	force  forceBox      // what its sync group asks: never through events (group.go)
 	done   chan struct{} // closed when Run returns: events are no longer taken
+
+	resume   *Carry // Run resumes this instead of starting (a reload)
+	announce bool   // with Resume: the reload added addresses
+	retired  bool   // Retire: Run returns without Stop
 }
 
 // NewDriver returns a driver for a machine with these parameters and
@@ -62,6 +66,33 @@ func (d *Driver) SetPriority(p uint8) {
 	d.post(func(time.Time) { d.m.SetPriority(p) })
 }
 
+// Resume makes Run resume from c (Machine.Resume) instead of starting;
+// call it before Run.
+func (d *Driver) Resume(c Carry, announce bool) { d.resume, d.announce = &c, announce }
+
+// Retire ends Run at once without Stop (no priority 0 advert, no
+// transition: the addresses stay) and returns the machine's Carry for its
+// successor. ok is false when Run has already ended.
+func (d *Driver) Retire() (c Carry, ok bool) {
+	ch := make(chan Carry, 1)
+	select {
+	case d.events <- func(time.Time) { d.retired = true; ch <- d.m.Snapshot() }:
+	case <-d.done:
+		return Carry{}, false
+	}
+	select {
+	case c = <-ch:
+		return c, true
+	case <-d.done:
+		select {
+		case c = <-ch:
+			return c, true
+		default:
+			return Carry{}, false
+		}
+	}
+}
+
 // Status is a snapshot of the machine.
 type Status struct {
 	State      State
@@ -104,7 +135,11 @@ func (d *Driver) Status(ctx context.Context) (Status, error) {
 // leaves as a crash would, sending nothing; tests use it.
 func (d *Driver) Run(ctx context.Context, stop bool) {
 	defer close(d.done)
-	d.m.Start(time.Now())
+	if d.resume != nil {
+		d.m.Resume(time.Now(), *d.resume, d.announce)
+	} else {
+		d.m.Start(time.Now())
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -122,6 +157,9 @@ func (d *Driver) Run(ctx context.Context, stop bool) {
 			return
 		case f := <-d.events:
 			f(time.Now())
+			if d.retired {
+				return
+			}
 		case <-d.force.wake:
 			d.applyForce(time.Now())
 		case <-fire:

@@ -55,7 +55,12 @@ type Params struct {
 	// (which hears a lower priority) announces its addresses afresh: after
 	// a partition heals, the segment forgets the loser's announcements.
 	HigherPrioSendAdvert bool
-	Garp                 GarpParams
+	// InitMaster is state MASTER: the address owner then becomes master at
+	// once on start; an owner in state BACKUP waits Master_Down_Interval
+	// like any backup (keepalived.conf(5), vrrp_init_state). Below 255 the
+	// initial state changes nothing at run time.
+	InitMaster bool
+	Garp       GarpParams
 }
 
 // GarpParams are the gratuitous ARP / unsolicited NA bursts sent by a
@@ -111,6 +116,24 @@ type Machine struct {
 	lowerSince time.Time
 	garpAt     time.Time // master: next gratuitous ARP burst
 	garpN      int       // its size
+	// delayUntil is the end of vrrp_startup_delay: until then no instance
+	// becomes master (DelayStart).
+	delayUntil time.Time
+}
+
+// DelayStart holds the machine back from becoming master until until
+// (vrrp_startup_delay), as keepalived's vrrp_delayed_start_time does: a
+// backup's down timer set before then runs from until, not from now, and
+// the address owner waits for until instead of becoming master at once.
+// Call it before Start.
+func (m *Machine) DelayStart(until time.Time) { m.delayUntil = until }
+
+// downAt is when a down timer of d set at now expires.
+func (m *Machine) downAt(now time.Time, d time.Duration) time.Time {
+	if now.Before(m.delayUntil) {
+		return m.delayUntil.Add(d)
+	}
+	return now.Add(d)
 }
 
 // NewMachine returns a machine in Initialize; call Start.
@@ -180,7 +203,12 @@ func (m *Machine) Start(now time.Time) {
 // preempt_delay counts from it.
 func (m *Machine) enter(now time.Time) {
 	m.started = now
-	if m.priority == 255 {
+	if m.priority == 255 && m.p.InitMaster {
+		if now.Before(m.delayUntil) {
+			m.becomeBackup(now, m.p.AdvertInt)
+			m.downTimer = m.delayUntil
+			return
+		}
 		m.becomeMaster(now)
 		return
 	}
@@ -207,7 +235,7 @@ func (m *Machine) becomeBackup(now time.Time, masterInt time.Duration) {
 	m.adverTimer, m.garpAt = time.Time{}, time.Time{}
 	m.lowerSince = time.Time{} // preempt_delay counts afresh
 	m.masterAdverInt = masterInt
-	m.downTimer = now.Add(m.MasterDownInterval())
+	m.downTimer = m.downAt(now, m.MasterDownInterval())
 	m.setState(Backup)
 }
 
@@ -242,7 +270,7 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 	case Backup:
 		if a.Priority == 0 {
 			// The master is leaving: take over after Skew_Time.
-			m.downTimer = now.Add(m.skew())
+			m.downTimer = m.downAt(now, m.skew())
 			return
 		}
 		lower := a.Priority < m.priority
@@ -259,7 +287,7 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 			if m.p.Version == 3 {
 				m.masterAdverInt = interval
 			}
-			m.downTimer = now.Add(m.MasterDownInterval())
+			m.downTimer = m.downAt(now, m.MasterDownInterval())
 			return
 		}
 		// A lower priority master and we preempt: ignore it, so that the
@@ -381,6 +409,72 @@ func (m *Machine) Yield(now time.Time, on bool) {
 
 // Yielding tells whether Yield is on.
 func (m *Machine) Yielding() bool { return m.yielding }
+
+// Carry is what a reload carries from an instance's old machine to its
+// new one (Machine.Snapshot, Machine.Resume), as keepalived's
+// restore_vrrp_state keeps an instance's state across a reload.
+type Carry struct {
+	State          State
+	MasterAddr     netip.Addr
+	MasterPrio     uint8
+	MasterAdverInt time.Duration
+	Started        time.Time // preempt_delay keeps counting from the first start
+}
+
+// Snapshot is the machine's Carry.
+func (m *Machine) Snapshot() Carry {
+	return Carry{State: m.state, MasterAddr: m.masterAddr, MasterPrio: m.masterPrio,
+		MasterAdverInt: m.masterAdverInt, Started: m.started}
+}
+
+// Resume starts the machine in the state its predecessor had (a reload),
+// without a transition: no notify, the addresses stay. A master stays
+// master, sending an advert at once (keepalived's reload_master); with
+// announce, addresses were added by the reload and are announced. A
+// backup restarts its down timer. The protocol decides from there: a
+// master whose new priority is below a peer's yields when it hears it.
+// An instance that is in fault now enters Fault (a master giving its
+// addresses up); one that was in fault starts afresh, as keepalived works
+// out fault for itself at a reload.
+func (m *Machine) Resume(now time.Time, c Carry, announce bool) {
+	if c.MasterAdverInt > 0 {
+		m.masterAdverInt = c.MasterAdverInt
+	}
+	m.masterAddr, m.masterPrio = c.MasterAddr, c.MasterPrio
+	m.started = now
+	if !c.Started.IsZero() {
+		m.started = c.Started
+	}
+	switch {
+	case c.State == Fault && m.fault:
+		m.state = Fault
+	case c.State == Master:
+		m.state = Master
+		m.masterAddr = netip.Addr{}
+		m.act.SendAdvert(m.priority)
+		m.adverTimer = now.Add(m.p.AdvertInt)
+		m.garpAt, m.garpN = time.Time{}, 0
+		if announce {
+			m.act.SendGARP(max(m.p.Garp.Repeat, 1))
+		}
+		if m.p.Garp.Refresh > 0 {
+			m.garpAt, m.garpN = now.Add(m.p.Garp.Refresh), max(m.p.Garp.RefreshRepeat, 1)
+		}
+	case c.State == Backup:
+		m.state = Backup
+		m.downTimer = m.downAt(now, m.MasterDownInterval())
+	default:
+		m.Start(now)
+		return
+	}
+	if m.fault && m.state != Fault {
+		if m.state == Master {
+			m.act.SendAdvert(0)
+		}
+		m.adverTimer, m.downTimer, m.garpAt = time.Time{}, time.Time{}, time.Time{}
+		m.setState(Fault)
+	}
+}
 
 // Stop is a clean shutdown: a master sends a priority 0 advert so that a
 // backup takes over after Skew_Time rather than Master_Down_Interval.

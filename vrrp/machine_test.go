@@ -70,7 +70,7 @@ func (s *sim) want(lines ...string) {
 }
 
 func v2params(prio uint8) Params {
-	return Params{Version: 2, VRID: 1, Priority: prio, AdvertInt: time.Second, Preempt: true,
+	return Params{Version: 2, VRID: 1, Priority: prio, AdvertInt: time.Second, Preempt: true, InitMaster: prio == 255,
 		Primary: netip.MustParseAddr("192.0.2.1"), Garp: GarpParams{Repeat: 5, Delay: 5 * time.Second}}
 }
 

@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +35,18 @@ type Node struct {
 	will       func(Testament) // OnTestament's
 	willMu     sync.Mutex
 	running    atomic.Bool // Run has started: it ends the tracking itself
-	observe    atomic.Pointer[func(Event)]
+	// startupDelay is vrrp_startup_delay; delayUntil its end, set when
+	// Run first starts (or taken over by Adopt: a reload does not delay
+	// again).
+	startupDelay time.Duration
+	delayUntil   time.Time
+	adopted      bool
+	// promoteDevs are the interfaces whose promote_secondaries the Node
+	// sets; promoted those it changed, with the value to restore.
+	promoteDevs []string
+	promMu      sync.Mutex
+	promoted    map[string]*sysctlSave
+	observe     atomic.Pointer[func(Event)]
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the
@@ -81,6 +94,14 @@ type instance struct {
 	gnotes  *groupNotifier // its sync group's, shared by the members
 	state   atomic.Uint32  // the machine's state, for the group's notify
 
+	// deleted: a reload removed the instance; its stop tells the notify
+	// scripts DELETED (notify_deleted) or FAULT instead of STOP.
+	deleted atomic.Bool
+	resumed bool // Adopt resumes it from its predecessor
+	// noPeer: unicast_fault_no_peer with no peer but ourselves: always
+	// in fault.
+	noPeer bool
+
 	drops       [dropReasons]atomic.Uint64
 	sent        atomic.Uint64
 	received    atomic.Uint64
@@ -92,7 +113,8 @@ type instance struct {
 // thread inside the network namespace the instances belong to; h is a
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
-	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h), pacers: map[string]*Pacer{}}
+	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h), pacers: map[string]*Pacer{},
+		startupDelay: cfg.Global.StartupDelay}
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
 		in, err := n.newInstance(cfg, ci, socks)
@@ -126,17 +148,21 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 	}
 	// Removing a subnet's primary address removes its secondaries too,
 	// unless the interface promotes them: a VIP leaving must not take an
-	// operator's address (or another instance's VIP) with it.
+	// operator's address (or another instance's VIP) with it. keepalived
+	// sets it on the interface of an instance with promote_secondaries;
+	// directord also on every interface that takes IPv4 VIPs. Both are
+	// restored when the Node ends.
 	for _, ci := range cfg.Instances {
+		if ci.PromoteSecondaries && ci.Interface != "" {
+			n.promote(ci.Interface)
+		}
 		for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
 			dev := v.Dev
 			if dev == "" {
 				dev = ci.Interface
 			}
 			if v.Prefix.Addr().Is4() && dev != "" {
-				if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+dev+"/promote_secondaries", []byte("1"), 0o644); err != nil {
-					log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
-				}
+				n.promote(dev)
 			}
 		}
 	}
@@ -164,6 +190,9 @@ func (n *Node) retrack(now time.Time) {
 
 func (n *Node) faultOf(in *instance) (uint8, bool) {
 	p, fault := n.track.effective(in)
+	if in.noPeer {
+		fault = true
+	}
 	for _, o := range in.members {
 		if _, f := n.track.effective(o); f {
 			fault = true
@@ -182,6 +211,12 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		group = ci.MCastDstIP
 	}
 	unicast := len(ci.UnicastPeers) > 0
+	if ci.UnicastFaultNoPeer && !unicast {
+		// keepalived: no peers and unicast_fault_no_peer is FAULT, not
+		// multicast.
+		n.log.Warn("vrrp instance has no unicast peer: FAULT (unicast_fault_no_peer)", "instance", ci.Name)
+		unicast = true
+	}
 	if unicast {
 		group = netip.Addr{}
 	}
@@ -196,7 +231,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		socks[key] = s
 		n.socks = append(n.socks, s)
 	}
-	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500)}
+	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500), noPeer: unicast && ci.UnicastFaultNoPeer}
 	s.byID[uint8(ci.VRID)] = in
 	var err error
 	switch {
@@ -217,6 +252,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 				in.dsts = append(in.dsts, p.Addr)
 			}
 		}
+		in.noPeer = in.noPeer && len(in.dsts) == 0
 	} else {
 		in.dsts = []netip.Addr{group}
 	}
@@ -259,6 +295,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		Version: uint8(ci.Version), VRID: uint8(ci.VRID), Priority: uint8(ci.Priority),
 		AdvertInt: ci.AdvertInt, Preempt: ci.Preempt, PreemptDelay: ci.PreemptDelay,
 		Primary: in.primary, LowerPrioNoAdvert: ci.LowerPrioNoAdvert, HigherPrioSendAdvert: ci.HigherPrioSendAdvert,
+		InitMaster: ci.State == "MASTER",
 		Garp: GarpParams{Repeat: ci.Garp.MasterRepeat, Delay: ci.Garp.MasterDelay,
 			LowerPrioDelay: ci.Garp.LowerPrioDelay, LowerPrioRep: ci.Garp.LowerPrioRepeat,
 			Refresh: ci.Garp.MasterRefresh, RefreshRepeat: ci.Garp.MasterRefreshRepeat},
@@ -308,8 +345,13 @@ func (n *Node) Run(ctx context.Context) error {
 	var drivers sync.WaitGroup
 	var announcing []chan struct{}
 	now := time.Now()
+	if !n.adopted && n.startupDelay > 0 {
+		n.delayUntil = now.Add(n.startupDelay)
+		n.log.Info("vrrp: no instance becomes master before the startup delay ends", "vrrp_startup_delay", n.startupDelay)
+	}
 	for _, in := range n.insts {
 		p, fault := n.faultOf(in)
+		in.drv.m.DelayStart(n.delayUntil)
 		in.drv.Init(now, p, fault)
 		in.notes = &notifier{in: in, queue: make(chan notification, 64), done: make(chan struct{})}
 		go in.notes.run(n.track.runner)
@@ -322,6 +364,12 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	for _, g := range n.groups {
 		go g.run(n.track.runner)
+	}
+	for _, in := range n.insts {
+		if in.resumed && State(in.state.Load()) == Master {
+			n.bequeath() // the masters it took over from its predecessor
+			break
+		}
 	}
 	<-ctx.Done()
 	cancel()
@@ -346,11 +394,214 @@ func (n *Node) Run(ctx context.Context) error {
 	return err
 }
 
-// Close closes the sockets.
+// Adopt prepares n, not yet run, to take over from old, still running,
+// as a reload does (plan is PlanReload's): each instance Kept or Changed
+// leaves old at once, without a priority 0 advert or a transition, and
+// resumes in n in the state it had (Machine.Resume), its addresses and
+// routes handed over without leaving the interface; of a master's
+// addresses those the new configuration adds are added (and announced),
+// those it drops stay with old, which removes them when it stops, as do
+// the instances Removed (notify DELETED or FAULT: notify_deleted). The
+// vrrp_scripts' results carry over by name. old stops writing testaments:
+// n writes them from its start.
+//
+// Then run n and stop old, in that order, so that the masters' adverts
+// pause only between the two.
+func (n *Node) Adopt(old *Node, plan []InstancePlan) {
+	n.adopted, n.delayUntil = true, old.delayUntil
+	n.takeSysctls(old)
+	old.willMu.Lock()
+	old.will = nil
+	old.willMu.Unlock()
+	byName := func(list []*instance, name string) *instance {
+		for _, in := range list {
+			if in.cfg.Name == name {
+				return in
+			}
+		}
+		return nil
+	}
+	// The scripts' results first: Run computes priorities from them.
+	old.track.mu.Lock()
+	for name, s := range n.track.scripts {
+		if o := old.track.scripts[name]; o != nil {
+			s.check.good, s.check.run = o.check.good, 0
+		}
+	}
+	old.track.mu.Unlock()
+	for _, p := range plan {
+		switch p.Change {
+		case Removed:
+			if oi := byName(old.insts, p.Old); oi != nil {
+				oi.deleted.Store(true)
+			}
+			continue
+		case Added:
+			continue
+		}
+		oi, ni := byName(old.insts, p.Old), byName(n.insts, p.New)
+		if oi == nil || ni == nil {
+			continue
+		}
+		c, ok := oi.drv.Retire()
+		if !ok {
+			continue
+		}
+		announce := false
+		if c.State == Master {
+			announce = ni.takeOver(oi)
+		}
+		ni.drv.Resume(c, announce)
+		ni.resumed = true
+		ni.state.Store(uint32(c.State))
+		ni.sent.Store(oi.sent.Load())
+		ni.received.Store(oi.received.Load())
+		ni.transitions.Store(oi.transitions.Load())
+		ni.since.Store(oi.since.Load())
+		n.log.Info("vrrp reload: instance resumes", "instance", ni.cfg.Name, "vrid", ni.cfg.VRID,
+			"state", c.State.String(), "change", p.Change.String(), "what", p.What)
+	}
+	// A sync group whose members all resumed in one state is in it: no
+	// group notify for it (keepalived's state_same_at_reload).
+	for _, g := range n.groups {
+		var st State
+		first, all := true, true
+		for _, in := range n.insts {
+			if in.gnotes != g {
+				continue
+			}
+			s := State(in.state.Load())
+			if !in.resumed || (!first && s != st) {
+				all = false
+				break
+			}
+			st, first = s, false
+		}
+		if all && !first {
+			g.last = st
+		}
+	}
+}
+
+// takeOver hands a resumed master's addresses and routes from its
+// predecessor to it, adding those that are new; it reports whether it
+// added any (they are then announced).
+func (in *instance) takeOver(old *instance) bool {
+	added := false
+	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
+		dev := v.Dev
+		if dev == "" {
+			dev = in.cfg.Interface
+		}
+		if in.node.addrs.take(old.node.addrs, dev, v.Prefix) {
+			continue
+		}
+		if err := in.node.addrs.Add(dev, v); err != nil {
+			in.node.log.Error("vrrp address", "instance", in.cfg.Name, "err", err)
+		}
+		added = true
+	}
+	for _, r := range in.cfg.Routes {
+		taken := false
+		for _, or := range old.cfg.Routes {
+			if config.Canonical(or) == config.Canonical(r) && in.node.routes.take(old.node.routes, or, r) {
+				taken = true
+				break
+			}
+		}
+		if taken {
+			continue
+		}
+		if err := in.node.routes.Add(r, in.cfg.Interface); err != nil {
+			in.node.log.Error("vrrp route", "instance", in.cfg.Name, "err", err)
+		}
+	}
+	return added
+}
+
+// sysctlSave is a sysctl file the Node changed, open (so that it stays the
+// namespace's), with the value it had.
+type sysctlSave struct {
+	f    *os.File
+	orig []byte
+}
+
+// promote sets promote_secondaries on dev, remembering the value it had.
+// It runs inside the Node's namespace (NewNode).
+func (n *Node) promote(dev string) {
+	if slices.Contains(n.promoteDevs, dev) {
+		return
+	}
+	n.promoteDevs = append(n.promoteDevs, dev)
+	path := "/proc/sys/net/ipv4/conf/" + dev + "/promote_secondaries"
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		return
+	}
+	orig := make([]byte, 16)
+	k, err := f.ReadAt(orig, 0)
+	orig = bytes.TrimSpace(orig[:k])
+	if k == 0 && err != nil {
+		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		f.Close()
+		return
+	}
+	if string(orig) == "1" {
+		f.Close() // nothing to restore
+		return
+	}
+	if _, err := f.WriteAt([]byte("1"), 0); err != nil {
+		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		f.Close()
+		return
+	}
+	if n.promoted == nil {
+		n.promoted = map[string]*sysctlSave{}
+	}
+	n.promoted[dev] = &sysctlSave{f: f, orig: orig}
+}
+
+// restoreSysctls puts back what promote changed.
+func (n *Node) restoreSysctls() {
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	for dev, s := range n.promoted {
+		if _, err := s.f.WriteAt(s.orig, 0); err != nil {
+			n.log.Warn("vrrp: restoring promote_secondaries", "interface", dev, "err", err)
+		}
+		s.f.Close()
+	}
+	n.promoted = nil
+}
+
+// takeSysctls hands old's saved values for the interfaces n sets too to
+// n: n restores them when it ends, old leaves them.
+func (n *Node) takeSysctls(old *Node) {
+	old.promMu.Lock()
+	defer old.promMu.Unlock()
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	for _, dev := range n.promoteDevs {
+		if s := old.promoted[dev]; s != nil {
+			if n.promoted == nil {
+				n.promoted = map[string]*sysctlSave{}
+			}
+			if mine := n.promoted[dev]; mine != nil {
+				mine.f.Close()
+			}
+			n.promoted[dev] = s
+			delete(old.promoted, dev)
+		}
+	}
+}
+
+// Close closes the sockets and restores the interfaces' promote_secondaries.
 //
 // A Node that never ran (a reload that failed after preparing it) lets go
 // of its link subscription too.
 func (n *Node) Close() {
+	n.restoreSysctls()
 	if n.track != nil && !n.running.Load() {
 		n.track.close()
 	}
@@ -388,7 +639,7 @@ func (n *Node) read(s *sock) {
 			s.drops[DropVRID].Add(1)
 			continue
 		}
-		if r.Dst.IsMulticast() && r.Dst != in.dsts[0] {
+		if r.Dst.IsMulticast() && (len(in.dsts) == 0 || r.Dst != in.dsts[0]) {
 			in.drops[DropDestination].Add(1)
 			continue
 		}
@@ -463,7 +714,7 @@ func (in *instance) Transition(from, to State) {
 	if f := in.node.observe.Load(); f != nil {
 		(*f)(Event{Instance: in.cfg.Name, VRID: uint8(in.cfg.VRID), From: from, To: to})
 	}
-	defer in.notify(to, in.drv.m.Priority())
+	defer in.notify(from, to, in.drv.m.Priority())
 	defer in.groupNotify(to)
 	// The rest of a sync group follows a member that becomes master, or
 	// that gives mastership up to another router.

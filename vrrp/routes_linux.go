@@ -126,3 +126,19 @@ func (r *Routes) RemoveAll() error {
 	}
 	return errors.Join(errs...)
 }
+
+// take moves the claim on the route old (as another Routes installed it)
+// to r, as the route cur: the route stays and r will remove it. It reports
+// whether from had installed it.
+func (r *Routes) take(from *Routes, old, cur config.Route) bool {
+	from.mu.Lock()
+	rt, ok := from.added[routeKey(old)]
+	delete(from.added, routeKey(old))
+	from.mu.Unlock()
+	if ok {
+		r.mu.Lock()
+		r.added[routeKey(cur)] = rt
+		r.mu.Unlock()
+	}
+	return ok
+}

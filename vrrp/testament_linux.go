@@ -52,11 +52,11 @@ func (n *Node) OnTestament(f func(Testament)) { n.will = f }
 // lock keeps two instances' transitions from handing over in the wrong
 // order.
 func (n *Node) bequeath() {
+	n.willMu.Lock()
+	defer n.willMu.Unlock()
 	if n.will == nil {
 		return
 	}
-	n.willMu.Lock()
-	defer n.willMu.Unlock()
 	var t Testament
 	for _, in := range n.insts {
 		if State(in.state.Load()) != Master {

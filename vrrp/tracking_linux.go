@@ -190,13 +190,14 @@ type notifier struct {
 }
 
 type notification struct {
-	to   State
-	prio uint8
+	from, to State
+	prio     uint8
+	deleted  bool // a stop of an instance a reload removed
 }
 
-func (in *instance) notify(to State, prio uint8) {
+func (in *instance) notify(from, to State, prio uint8) {
 	select {
-	case in.notes.queue <- notification{to, prio}:
+	case in.notes.queue <- notification{from: from, to: to, prio: prio, deleted: in.deleted.Load()}:
 	default:
 		in.node.log.Warn("vrrp notify queue full: notification dropped", "instance", in.cfg.Name, "state", to.String())
 	}
@@ -217,6 +218,19 @@ func (nf *notifier) run(r script.Runner) {
 			s = cfg.Notify.Fault
 		case Initialize:
 			s, state = cfg.Notify.Stop, "STOP"
+			if n.deleted {
+				// keepalived's clear_diff_vrrp: DELETED with
+				// notify_deleted, else FAULT, which an instance already in
+				// fault is not told again.
+				switch {
+				case cfg.Notify.Deleted != nil:
+					s, state = cfg.Notify.Deleted, "DELETED"
+				case n.from == Fault:
+					continue
+				default:
+					s, state = cfg.Notify.Fault, "FAULT"
+				}
+			}
 		}
 		for _, sc := range []*config.Script{s} {
 			if sc != nil && len(sc.Args) > 0 {

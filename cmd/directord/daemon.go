@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -502,15 +503,41 @@ func (d *daemon) reloadLocked() error {
 	}
 
 	if newNode {
-		// A changed VRRP section restarts VRRP: a master hands over with
-		// priority 0 adverts, and takes the VIPs back if it still wins.
-		log.Warn("reload: the VRRP configuration changed; VRRP restarts")
-		if err := d.stopNode(); err != nil {
-			log.Error("reload: stopping VRRP", "err", err)
-		}
-		if node != nil {
+		switch {
+		case node != nil && d.node != nil:
+			// A changed VRRP section: the instances that are the same
+			// virtual routers go on in the new node in the state they had,
+			// without a transition, their addresses never leaving (as
+			// keepalived's reload); the old node then stops what the file
+			// no longer has.
+			plan := vrrp.PlanReload(d.cfg, cfg)
+			for _, p := range plan {
+				log.Info("reload: vrrp instance", "instance", cmp.Or(p.New, p.Old), "change", p.Change.String(), "was", p.Old, "what", p.What)
+			}
+			node.Adopt(d.node, plan)
+			oldStop, oldDone := d.nodeStop, d.nodeDone
+			d.runNode(cfg, node, nodeNL)
+			if d.lvs != nil {
+				// The resumed instances make no transition: the sync
+				// daemons learn their state (and a renamed one's) here.
+				if st, err := node.Status(context.Background()); err == nil {
+					for _, s := range st {
+						d.lvs.Observe(vrrp.Event{Instance: s.Name, To: s.State})
+					}
+				}
+			}
+			node = nil
+			oldStop()
+			if err := <-oldDone; err != nil {
+				log.Error("reload: stopping the removed VRRP instances", "err", err)
+			}
+		case node != nil:
 			d.runNode(cfg, node, nodeNL)
 			node = nil
+		default:
+			if err := d.stopNode(); err != nil {
+				log.Error("reload: stopping VRRP", "err", err)
+			}
 		}
 	} else if d.node != nil {
 		log.Info("reload: VRRP unchanged; its instances keep their state")
