@@ -116,7 +116,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 	for _, p := range pools {
 		l.states = append(l.states, p.InitialStates())
 	}
-	runner := script.Runner{User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup}
+	runner := script.NewRunner(&cfg.Global)
 	l.notes, l.notesDone = make(chan *config.Script, 256), make(chan struct{})
 	l.Notify = func(s *config.Script) {
 		l.notesMu.Lock()
@@ -133,7 +133,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 	go func() {
 		defer close(l.notesDone)
 		for s := range l.notes {
-			if res := runner.Run(context.Background(), s, time.Minute); !res.OK() {
+			if res := runner.Run(context.Background(), s, time.Minute); !res.OK() && !errors.Is(res.Err, script.ErrDisabled) {
 				l.log.Warn("notify script failed", "script", s.Command, "exit", res.ExitCode, "err", res.Err)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/script"
 )
 
 // Event is a real server's change of state: what the IPVS side acts on.
@@ -246,6 +247,12 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 					pr, err = NewMisc(c, &cfg.Global)
 				default:
 					err = fmt.Errorf("checker type %s", c.Type)
+				}
+				if errors.Is(err, script.ErrDisabled) {
+					// As keepalived: a MISC_CHECK whose script is disabled
+					// (insecure, not found) is removed, not an error.
+					log.Warn("MISC_CHECK removed: its script is disabled", "at", c.Pos.String(), "real_server", rs.Addr.String(), "reason", err.Error())
+					continue
 				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %s: %w", c.Pos, c.Type, err))

@@ -2,6 +2,7 @@ package vrrp
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"strconv"
@@ -48,7 +49,7 @@ type trackedScript struct {
 // newTracking reads the interfaces' state and subscribes to their changes;
 // like NewNode, it must run inside the instances' namespace.
 func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, error) {
-	t := &tracking{node: n, runner: script.Runner{User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup},
+	t := &tracking{node: n, runner: script.NewRunner(&cfg.Global),
 		scripts: map[string]*trackedScript{}, links: map[string]bool{},
 		updates: make(chan netlink.LinkUpdate, 64), done: make(chan struct{}), h: h}
 	if ns, err := netns.Get(); err == nil {
@@ -58,9 +59,19 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	for _, s := range cfg.Scripts {
 		byName[s.Name] = s
 	}
+	warned := map[string]bool{}
 	use := func(ts []config.TrackScript) {
 		for _, s := range ts {
 			if c, ok := byName[s.Name]; ok && t.scripts[s.Name] == nil {
+				if p := t.runner.Prog(c.Script); p.Disabled != nil {
+					// As keepalived: a disabled vrrp_script (insecure, not
+					// found) is tracked by no one, rather than failing.
+					if !warned[s.Name] {
+						warned[s.Name] = true
+						n.log.Warn("vrrp_script disabled: no instance tracks it", "script", s.Name, "reason", p.Disabled.Error())
+					}
+					continue
+				}
 				t.scripts[s.Name] = &trackedScript{cfg: c, check: NewCheck(c.Rise, c.Fall, c.InitFail)}
 			}
 		}
@@ -252,7 +263,7 @@ func (nf *notifier) run(r script.Runner) {
 }
 
 func (nf *notifier) result(s *config.Script, res script.Result) {
-	if !res.OK() {
+	if !res.OK() && !errors.Is(res.Err, script.ErrDisabled) {
 		nf.in.node.log.Warn("vrrp notify script failed", "instance", nf.in.cfg.Name, "script", s.Command, "exit", res.ExitCode, "err", res.Err)
 	}
 }
@@ -309,12 +320,12 @@ func (g *groupNotifier) run(r script.Runner) {
 			s, state = g.group.Notify.Stop, "STOP"
 		}
 		if s != nil && len(s.Args) > 0 {
-			if res := r.Run(context.Background(), s, 30*time.Second); !res.OK() {
+			if res := r.Run(context.Background(), s, 30*time.Second); !res.OK() && !errors.Is(res.Err, script.ErrDisabled) {
 				g.log.Warn("vrrp group notify script failed", "group", g.group.Name, "script", s.Command, "exit", res.ExitCode, "err", res.Err)
 			}
 		}
 		if a := g.group.Notify.Any; a != nil && len(a.Args) > 0 {
-			if res := r.Run(context.Background(), a, 30*time.Second, "GROUP", g.group.Name, state, "0"); !res.OK() {
+			if res := r.Run(context.Background(), a, 30*time.Second, "GROUP", g.group.Name, state, "0"); !res.OK() && !errors.Is(res.Err, script.ErrDisabled) {
 				g.log.Warn("vrrp group notify script failed", "group", g.group.Name, "script", a.Command, "exit", res.ExitCode, "err", res.Err)
 			}
 		}

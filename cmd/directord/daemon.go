@@ -22,6 +22,7 @@ import (
 	"github.com/directord/directord/director"
 	"github.com/directord/directord/healthcheck"
 	"github.com/directord/directord/internal/metrics"
+	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
 )
@@ -124,6 +125,17 @@ func vrrpKey(cfg *config.Config) string {
 	}{g, scripts, groups, insts})
 }
 
+// nodeKeyOf is what the VRRP node of cfg runs, its scripts as checked
+// included: a reload that changes neither leaves the node alone.
+func (d *daemon) nodeKeyOf(cfg *config.Config) string {
+	return vrrpKey(cfg) + "\n" + script.CheckConfig(cfg, script.Sections{VRRP: true}, nil).Key()
+}
+
+// scriptSections are the scripts of cfg that this daemon runs.
+func (d *daemon) scriptSections(cfg *config.Config) script.Sections {
+	return script.Sections{VRRP: d.runVRRP(), LVS: d.runLVS(cfg)}
+}
+
 // daemonMain runs the configuration until SIGTERM or SIGINT; SIGHUP
 // reloads it.
 func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
@@ -156,6 +168,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	defer signal.Stop(hup)
 
 	d.newMetrics()
+	script.CheckConfig(cfg, d.scriptSections(cfg), log)
 	d.mu.Lock()
 	err := d.start(cfg)
 	d.publish()
@@ -343,7 +356,7 @@ func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle)
 	done := make(chan error, 1)
 	d.reYield(node) // before it runs: its instances start handed over
 	go func() { done <- node.Run(ctx); h.Close() }()
-	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, vrrpKey(cfg)
+	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, d.nodeKeyOf(cfg)
 }
 
 // stopNode stops VRRP cleanly: priority 0 adverts, addresses removed.
@@ -432,6 +445,9 @@ func (d *daemon) reloadLocked() error {
 		}
 		return &errBadConfig{msgs}
 	}
+	// Scripts are checked again, as keepalived does at a reload: a
+	// permission fixed or broken since counts from now.
+	script.CheckConfig(cfg, d.scriptSections(cfg), log)
 	// What can fail is tried before anything changes.
 	if _, err := director.NewPools(cfg); err != nil {
 		return err
@@ -454,7 +470,7 @@ func (d *daemon) reloadLocked() error {
 	var node *vrrp.Node
 	var nodeNL *netlink.Handle
 	if d.runVRRP() {
-		newNode = (d.node == nil) != (len(cfg.Instances) == 0) || (d.node != nil && vrrpKey(cfg) != d.nodeKey)
+		newNode = (d.node == nil) != (len(cfg.Instances) == 0) || (d.node != nil && d.nodeKeyOf(cfg) != d.nodeKey)
 	}
 	if newNode && len(cfg.Instances) > 0 {
 		// Its interfaces must exist before the running VRRP stops.
