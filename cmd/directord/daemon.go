@@ -71,6 +71,11 @@ type daemon struct {
 	// onResult sees every probe's result (the metrics).
 	onResult func(*healthcheck.Check, healthcheck.Result)
 	metrics  *metrics.Metrics // nil without --metrics-address
+
+	// scripts runs every notify script, across reloads: a VRRP node or
+	// data plane that stops hands its last scripts (notify_stop) to it
+	// and goes, so that neither a reload nor d.mu waits for them.
+	scripts *script.Queue
 }
 
 // view is a consistent set of the running parts.
@@ -125,6 +130,34 @@ func vrrpKey(cfg *config.Config) string {
 	}{g, scripts, groups, insts})
 }
 
+// scriptsStopWait bounds the wait at stop for the notify scripts still
+// queued (notify_stop, omega's quorum_down): each is bounded by
+// script.NotifyTimeout too.
+const scriptsStopWait = 10 * time.Second
+
+// newScripts makes the daemon's script queue, its drops counted in the
+// metrics.
+func (d *daemon) newScripts() {
+	d.scripts = script.NewQueue(d.log)
+	if m := d.metrics; m != nil {
+		d.scripts.OnDrop = func(j script.Job) { m.ObserveScriptDropped(j.Kind) }
+	}
+}
+
+// waitScripts lets the last notify scripts run at stop, for a while, with
+// no lock held.
+func (d *daemon) waitScripts() {
+	if d.scripts == nil {
+		return
+	}
+	d.scripts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), scriptsStopWait)
+	defer cancel()
+	if d.scripts.Wait(ctx) != nil {
+		d.log.Warn("notify scripts still running at stop: not waiting for them", "waited", scriptsStopWait.String())
+	}
+}
+
 // nodeKeyOf is what the VRRP node of cfg runs, its scripts as checked
 // included: a reload that changes neither leaves the node alone.
 func (d *daemon) nodeKeyOf(cfg *config.Config) string {
@@ -168,6 +201,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	defer signal.Stop(hup)
 
 	d.newMetrics()
+	d.newScripts()
 	script.CheckConfig(cfg, d.scriptSections(cfg), log)
 	d.mu.Lock()
 	err := d.start(cfg)
@@ -176,6 +210,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	if err != nil {
 		log.Error("directord cannot start", "err", err)
 		d.shutdown()
+		d.waitScripts()
 		return exitFailure
 	}
 	var aux sync.WaitGroup
@@ -184,6 +219,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 		log.Error("directord cannot start", "err", err)
 		stopAux()
 		d.shutdown()
+		d.waitScripts()
 		return exitFailure
 	}
 	log.Info("directord started", "version", version, "config", o.file,
@@ -203,6 +239,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	notifyStopping()
 	log.Info("directord stopping")
 	err = d.shutdown()
+	d.waitScripts()
 	stopAux()
 	aux.Wait()
 	if err != nil {
@@ -240,6 +277,9 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		return fmt.Errorf("virtual servers: %w", err)
 	}
 	lvs.KeepOnStop = d.o.keepIPVS
+	if d.scripts != nil {
+		lvs.ShareScripts(d.scripts)
+	}
 	for _, w := range ipvsAdvice(os.ReadFile) {
 		d.log.Warn(w)
 	}
@@ -334,6 +374,9 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 	if err != nil {
 		h.Close()
 		return nil, nil, fmt.Errorf("vrrp: %w", err)
+	}
+	if d.scripts != nil {
+		node.ShareScripts(d.scripts)
 	}
 	return node, h, nil
 }
