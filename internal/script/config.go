@@ -11,7 +11,7 @@ import (
 
 // Entry is one script of a configuration as checked.
 type Entry struct {
-	At      string // file:line of the block that holds it
+	At      string // file:line of the script's keyword (else of its block)
 	Keyword string // vrrp_script NAME, notify_master, MISC_CHECK...
 	Prog    *Prog
 }
@@ -44,6 +44,9 @@ func CheckConfig(cfg *config.Config, sec Sections, log *slog.Logger) Report {
 	var rep Report
 	add := func(at config.Pos, kw string, s *config.Script) {
 		if s != nil {
+			if s.Pos.File != "" {
+				at = s.Pos // the keyword's own line
+			}
 			rep.Entries = append(rep.Entries, Entry{At: at.String(), Keyword: kw, Prog: r.Prog(s)})
 		}
 	}
