@@ -73,14 +73,18 @@ func (r Runner) Prog(s *config.Script) *Prog {
 		return Check(nil, r.policy())
 	}
 	k := progKey{weak.Make(s), r.policy()}
-	if v, ok := checked.Load(k); ok {
-		return v.(*Prog)
+	v, ok := checked.Load(k)
+	if !ok {
+		pr := Check(s, k.p)
+		pr.Script = nil // the map must not keep the script alive
+		var loaded bool
+		if v, loaded = checked.LoadOrStore(k, pr); !loaded {
+			runtime.AddCleanup(s, func(k progKey) { checked.Delete(k) }, k)
+		}
 	}
-	v, loaded := checked.LoadOrStore(k, Check(s, k.p))
-	if !loaded {
-		runtime.AddCleanup(s, func(k progKey) { checked.Delete(k) }, k)
-	}
-	return v.(*Prog)
+	pr := *v.(*Prog)
+	pr.Script = s
+	return &pr
 }
 
 // Run runs s with extra arguments appended and waits for it, at most

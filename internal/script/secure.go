@@ -143,13 +143,6 @@ func Check(s *config.Script, p Policy) *Prog {
 	return pr
 }
 
-// Secure reports whether path passes enable_script_security run as root:
-// nil, or an error naming the unsafe component.
-func Secure(path string) error {
-	pr := Check(&config.Script{Command: path, Args: []string{path}, User: "root"}, Policy{Security: true})
-	return pr.Disabled
-}
-
 // resolveUser is keepalived's choice of uid and gid for a script.
 func resolveUser(s *config.Script, p Policy) (uid, gid uint32, cred *syscall.Credential, err error) {
 	name, group := s.User, s.Group
