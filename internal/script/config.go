@@ -3,6 +3,7 @@ package script
 import (
 	"context"
 	"log/slog"
+	"os/user"
 	"slices"
 	"strings"
 
@@ -88,6 +89,7 @@ func CheckConfig(cfg *config.Config, sec Sections, log *slog.Logger) Report {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx := context.Background()
+	defaultUser := false // a script runs as the default user
 	for _, e := range rep.Entries {
 		p := e.Prog
 		attrs := []any{"at", e.At, "keyword", e.Keyword, "script", p.Script.Command}
@@ -97,6 +99,9 @@ func CheckConfig(cfg *config.Config, sec Sections, log *slog.Logger) Report {
 		if p.Insecure != "" {
 			rep.Insecure++
 		}
+		if p.Script.User == "" && cfg.Global.ScriptUser == "" {
+			defaultUser = true
+		}
 		switch {
 		case p.Disabled != nil:
 			log.Log(ctx, slog.LevelError, "script disabled: it will not run", append(attrs, "reason", p.Disabled.Error())...)
@@ -105,6 +110,13 @@ func CheckConfig(cfg *config.Config, sec Sections, log *slog.Logger) Report {
 		}
 		if p.Path != "" && !cfg.Global.EnableScriptSecurity {
 			rep.Violation = true
+		}
+	}
+	if defaultUser && !cfg.Global.EnableScriptSecurity {
+		if _, err := user.Lookup("keepalived_script"); err != nil {
+			// keepalived: "default user 'keepalived_script' for script
+			// execution does not exist - please create."
+			log.Warn("the default script user keepalived_script does not exist: scripts that name no user run as root; create it or set script_user")
 		}
 	}
 	if rep.Violation {

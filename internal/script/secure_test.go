@@ -282,6 +282,16 @@ func TestCheckConfig(t *testing.T) {
 	if !rep.Violation || rep.Insecure != 2 || !strings.Contains(buf.String(), "SECURITY VIOLATION") || !strings.Contains(buf.String(), "there are insecure scripts") {
 		t.Errorf("without enable_script_security: %+v\n%s", rep, buf.String())
 	}
+	if strings.Contains(buf.String(), "keepalived_script does not exist") {
+		t.Errorf("the default user warning with script_user set:\n%s", buf.String())
+	}
+	if _, err := user.Lookup("keepalived_script"); err != nil {
+		buf.Reset()
+		CheckConfig(parse(conf("")), Sections{VRRP: true}, log)
+		if !strings.Contains(buf.String(), "keepalived_script does not exist") {
+			t.Errorf("no warning of the missing default user:\n%s", buf.String())
+		}
+	}
 	if len(rep.Entries) != 3 {
 		t.Errorf("VRRP only: %d scripts checked, want 3", len(rep.Entries))
 	}
