@@ -52,6 +52,11 @@ func TestInsecureMiscCheckRemoved(t *testing.T) {
 	if n := len(r.Checks()); n != 1 || r.Checks()[0].Cfg.Misc.Script.Args[0] != good {
 		t.Errorf("%d checks, want the safe one alone", n)
 	}
+	// The real server left without checks cannot be unknown: it must not
+	// count among those a fault of this director is judged by.
+	if n := len(r.Checks()); n == 1 && r.Checks()[0].srv.pool.servers != 1 {
+		t.Errorf("the pool counts %d checked real servers, want 1", r.Checks()[0].srv.pool.servers)
+	}
 	if !strings.Contains(buf.String(), "MISC_CHECK removed") || !strings.Contains(buf.String(), "unsafe permissions on "+ww) {
 		t.Errorf("log:\n%s", buf.String())
 	}

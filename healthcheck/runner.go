@@ -232,9 +232,6 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
 		for ri, rs := range vs.RealServers {
 			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight}
-			if len(rs.Checkers) > 0 {
-				p.servers++ // those that can be unknown
-			}
 			for _, c := range rs.Checkers {
 				var pr Prober
 				var err error
@@ -263,6 +260,9 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 				s.checks = append(s.checks, ch)
 				s.alive = s.alive && ch.Verdict.Up()
 				r.checks = append(r.checks, ch)
+			}
+			if len(s.checks) > 0 {
+				p.servers++ // those that can be unknown (not one whose checks were all removed)
 			}
 		}
 	}
