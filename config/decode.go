@@ -324,6 +324,7 @@ func (d *decoder) script(n *Node) *Script {
 		d.rep.errorf(n.Pos, n.Keyword, "%v", err)
 		return nil
 	}
+	s.Pos = n.Pos
 	if len(n.Args) > 1 {
 		s.User = n.Args[1]
 	}

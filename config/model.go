@@ -109,6 +109,9 @@ type SSL struct {
 // MISC_CHECK. Command is the line as written; Args is it split into words
 // (blanks separate, single quotes group).
 type Script struct {
+	// Pos is where the script is given, for messages about it; left out
+	// of the JSON (and so of comparisons between configurations).
+	Pos     Pos      `json:"-"`
 	Command string   `json:"command"`
 	Args    []string `json:"args"`
 	User    string   `json:"user,omitempty"`

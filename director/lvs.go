@@ -50,11 +50,12 @@ type LVS struct {
 	want    ipvs.Table // what the pools want, kept between changes
 	updates chan update
 
-	// Notify runs a quorum_up or quorum_down script; it must not block
-	// (the default queues it for a goroutine that runs them in turn).
+	// Notify runs a quorum or real server notify script; it must not
+	// block (the default queues it on the LVS's script queue, where its
+	// scripts run in turn).
 	Notify    func(s *config.Script)
-	notes     chan *config.Script
-	notesDone chan struct{}
+	scripts   *script.Queue
+	ownQueue  bool // scripts is the LVS's own: its stop waits for them
 	notesMu   sync.Mutex
 	notesShut bool
 
@@ -116,29 +117,23 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 	for _, p := range pools {
 		l.states = append(l.states, p.InitialStates())
 	}
-	runner := script.Runner{User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup}
-	l.notes, l.notesDone = make(chan *config.Script, 256), make(chan struct{})
+	runner := script.NewRunner(&cfg.Global)
+	l.scripts, l.ownQueue = script.NewQueue(log), true
 	l.Notify = func(s *config.Script) {
 		l.notesMu.Lock()
 		defer l.notesMu.Unlock()
 		if l.notesShut {
 			return
 		}
-		select {
-		case l.notes <- s:
-		default:
-			l.log.Warn("notify scripts are not keeping up: one dropped", "script", s.Command)
-		}
+		l.scripts.Submit(script.Job{Key: "lvs", Kind: "lvs", Runner: runner, Script: s})
 	}
-	go func() {
-		defer close(l.notesDone)
-		for s := range l.notes {
-			if res := runner.Run(context.Background(), s, time.Minute); !res.OK() {
-				l.log.Warn("notify script failed", "script", s.Command, "exit", res.ExitCode, "err", res.Err)
-			}
-		}
-	}()
 	return l, nil
+}
+
+// ShareScripts makes the LVS's scripts run on q, which outlives it: its
+// stop does not wait for them. Call it before Run.
+func (l *LVS) ShareScripts(q *script.Queue) {
+	l.scripts, l.ownQueue = q, false
 }
 
 // Observe takes a VRRP transition; it never blocks, so vrrp.Node may
@@ -204,9 +199,9 @@ func (l *LVS) update(i int, t ipvs.Table) {
 	if !p.Update(l.effective(i), t) || (!started && !p.QuorumUp() && p.VS.SorryServer == nil) {
 		return
 	}
-	lvl, s := slog.LevelInfo, p.VS.QuorumUp
+	lvl, s := slog.LevelInfo, script.Quorum(p.VS, p.QuorumUp())
 	if !p.QuorumUp() {
-		lvl, s = slog.LevelWarn, p.VS.QuorumDown
+		lvl = slog.LevelWarn
 	}
 	l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", p.QuorumUp())
 	if s != nil {
@@ -265,12 +260,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				continue
 			}
 			if was := l.states[u.pool][u.rs].Alive; was != u.st.Alive {
-				rs := l.pools[u.pool].VS.RealServers[u.rs]
-				s := rs.NotifyDown
-				if u.st.Alive {
-					s = rs.NotifyUp
-				}
-				if s != nil {
+				if s := script.RealServer(l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive); s != nil {
 					l.Notify(s)
 				}
 			}
@@ -350,10 +340,12 @@ func (l *LVS) stop() error {
 		}
 	}
 	l.Close() // no more scripts; those queued run
-	select {
-	case <-l.notesDone:
-	case <-time.After(10 * time.Second):
-		l.log.Warn("notify scripts still running at stop: not waiting for them")
+	if l.ownQueue {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if l.scripts.Wait(ctx) != nil {
+			l.log.Warn("notify scripts still running at stop: not waiting for them")
+		}
+		cancel()
 	}
 	var errs []error
 	switch {

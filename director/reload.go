@@ -240,6 +240,8 @@ func (l *LVS) Close() {
 	defer l.notesMu.Unlock()
 	if !l.notesShut {
 		l.notesShut = true
-		close(l.notes)
+		if l.ownQueue {
+			l.scripts.Close()
+		}
 	}
 }

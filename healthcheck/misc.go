@@ -21,24 +21,24 @@ type Misc struct {
 	Runner  script.Runner
 }
 
-// NewMisc makes the prober of a MISC_CHECK; with enable_script_security a
-// script that someone other than root could change is refused.
+// NewMisc makes the prober of a MISC_CHECK. A script disabled at load
+// (enable_script_security refuses it, it cannot be found or run: see
+// internal/script) is an error wrapping script.ErrDisabled.
 func NewMisc(c *config.Checker, g *config.Global) (*Misc, error) {
 	m := c.Misc
 	if m == nil || m.Script == nil || len(m.Script.Args) == 0 {
 		return nil, errors.New("MISC_CHECK without misc_path")
 	}
-	if g.EnableScriptSecurity {
-		if err := script.Secure(m.Script.Args[0]); err != nil {
-			return nil, err
-		}
+	runner := script.NewRunner(g)
+	if p := runner.Prog(m.Script); p.Disabled != nil {
+		return nil, p.Disabled
 	}
 	t := m.Timeout
 	if t <= 0 {
 		t = c.DelayLoop
 	}
 	return &Misc{Script: m.Script, Timeout: t, Dynamic: m.Dynamic,
-		Runner: script.Runner{User: g.ScriptUser, Group: g.ScriptGroup}}, nil
+		Runner: runner}, nil
 }
 
 // Probe runs the script.

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/script"
 )
 
 // Event is a real server's change of state: what the IPVS side acts on.
@@ -231,9 +232,6 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
 		for ri, rs := range vs.RealServers {
 			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight}
-			if len(rs.Checkers) > 0 {
-				p.servers++ // those that can be unknown
-			}
 			for _, c := range rs.Checkers {
 				var pr Prober
 				var err error
@@ -247,6 +245,12 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 				default:
 					err = fmt.Errorf("checker type %s", c.Type)
 				}
+				if errors.Is(err, script.ErrDisabled) {
+					// As keepalived: a MISC_CHECK whose script is disabled
+					// (insecure, not found) is removed, not an error.
+					log.Warn("MISC_CHECK removed: its script is disabled", "at", c.Pos.String(), "real_server", rs.Addr.String(), "reason", err.Error())
+					continue
+				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %s: %w", c.Pos, c.Type, err))
 					continue
@@ -256,6 +260,9 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 				s.checks = append(s.checks, ch)
 				s.alive = s.alive && ch.Verdict.Up()
 				r.checks = append(r.checks, ch)
+			}
+			if len(s.checks) > 0 {
+				p.servers++ // those that can be unknown (not one whose checks were all removed)
 			}
 		}
 	}

@@ -88,9 +88,8 @@ type instance struct {
 	buf      []byte
 
 	group   *config.SyncGroup
-	members []*instance // the others of its sync group
-	forcing bool        // a transition the group forces: not passed on
-	notes   *notifier
+	members []*instance    // the others of its sync group
+	forcing bool           // a transition the group forces: not passed on
 	gnotes  *groupNotifier // its sync group's, shared by the members
 	state   atomic.Uint32  // the machine's state, for the group's notify
 
@@ -140,7 +139,7 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		}
 		if in.group != nil {
 			if gnotes[in.group] == nil {
-				gnotes[in.group] = &groupNotifier{group: in.group, queue: make(chan notification, 64), done: make(chan struct{}), log: log}
+				gnotes[in.group] = &groupNotifier{group: in.group, log: log}
 				n.groups = append(n.groups, gnotes[in.group])
 			}
 			in.gnotes = gnotes[in.group]
@@ -353,17 +352,12 @@ func (n *Node) Run(ctx context.Context) error {
 		p, fault := n.faultOf(in)
 		in.drv.m.DelayStart(n.delayUntil)
 		in.drv.Init(now, p, fault)
-		in.notes = &notifier{in: in, queue: make(chan notification, 64), done: make(chan struct{})}
-		go in.notes.run(n.track.runner)
 		in.garps = make(chan int, 64)
 		announced := make(chan struct{})
 		announcing = append(announcing, announced)
 		go in.announce(announced)
 		drivers.Add(1)
 		go func() { defer drivers.Done(); in.drv.Run(runCtx, true) }()
-	}
-	for _, g := range n.groups {
-		go g.run(n.track.runner)
 	}
 	for _, in := range n.insts {
 		if in.resumed && State(in.state.Load()) == Master {
@@ -383,14 +377,7 @@ func (n *Node) Run(ctx context.Context) error {
 	err := errors.Join(n.routes.RemoveAll(), n.addrs.RemoveAll())
 	n.Close()
 	wg.Wait()
-	for _, in := range n.insts {
-		close(in.notes.queue)
-		<-in.notes.done // notify_stop has run
-	}
-	for _, g := range n.groups {
-		close(g.queue)
-		<-g.done
-	}
+	n.track.scriptsDone() // notify_stop has run, unless the queue is shared
 	return err
 }
 

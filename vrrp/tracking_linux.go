@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,13 +16,15 @@ import (
 // tracking holds what the instances of a Node track: vrrp_scripts, run
 // here, and interfaces, followed through netlink link updates.
 type tracking struct {
-	node    *Node
-	runner  script.Runner
-	mu      sync.Mutex
-	scripts map[string]*trackedScript
-	links   map[string]bool // interface name: up
-	watch   *linkWatch      // in the instances' namespace
-	h       *netlink.Handle
+	node     *Node
+	runner   script.Runner
+	queue    *script.Queue // runs the notify scripts
+	ownQueue bool          // the queue is the node's own: Run waits for it
+	mu       sync.Mutex
+	scripts  map[string]*trackedScript
+	links    map[string]bool // interface name: up
+	watch    *linkWatch      // in the instances' namespace
+	h        *netlink.Handle
 }
 
 // close ends the link subscription; it may be called more than once.
@@ -37,16 +38,26 @@ type trackedScript struct {
 // newTracking reads the interfaces' state and subscribes to their changes;
 // like NewNode, it must run inside the instances' namespace.
 func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, error) {
-	t := &tracking{node: n, runner: script.Runner{User: cfg.Global.ScriptUser, Group: cfg.Global.ScriptGroup},
+	t := &tracking{node: n, runner: script.NewRunner(&cfg.Global), queue: script.NewQueue(n.log), ownQueue: true,
 		scripts: map[string]*trackedScript{}, links: map[string]bool{},
 		h: h}
 	byName := map[string]*config.VRRPScript{}
 	for _, s := range cfg.Scripts {
 		byName[s.Name] = s
 	}
+	warned := map[string]bool{}
 	use := func(ts []config.TrackScript) {
 		for _, s := range ts {
 			if c, ok := byName[s.Name]; ok && t.scripts[s.Name] == nil {
+				if p := t.runner.Prog(c.Script); p.Disabled != nil {
+					// As keepalived: a disabled vrrp_script (insecure, not
+					// found) is tracked by no one, rather than failing.
+					if !warned[s.Name] {
+						warned[s.Name] = true
+						n.log.Warn("vrrp_script disabled: no instance tracks it", "script", s.Name, "reason", p.Disabled.Error())
+					}
+					continue
+				}
 				t.scripts[s.Name] = &trackedScript{cfg: c, check: NewCheck(c.Rise, c.Fall, c.InitFail)}
 			}
 		}
@@ -181,72 +192,53 @@ func (t *tracking) effective(in *instance) (uint8, bool) {
 	return Effective(uint8(in.cfg.Priority), list)
 }
 
-// notifier runs an instance's notify scripts in the order of its
-// transitions, without holding up the state machine.
-type notifier struct {
-	in    *instance
-	queue chan notification
-	done  chan struct{}
+// ShareScripts makes the node's scripts run on q, which outlives the
+// node: Run then returns without waiting for its notify scripts (a reload
+// that restarts VRRP must not wait for them). Without it the node runs
+// them on a queue of its own and Run waits for them. Call it before Run.
+func (n *Node) ShareScripts(q *script.Queue) {
+	n.track.queue, n.track.ownQueue = q, false
 }
 
-type notification struct {
-	from, to State
-	prio     uint8
-	deleted  bool // a stop of an instance a reload removed
+// scriptsDone waits, at the end of Run, for the scripts of a queue of the
+// node's own.
+func (t *tracking) scriptsDone() {
+	if t.ownQueue {
+		t.queue.Close()
+		t.queue.Wait(context.Background())
+	}
 }
 
+// notify queues an instance's notify scripts for a transition: in the
+// order of its transitions, without holding up the state machine.
 func (in *instance) notify(from, to State, prio uint8) {
-	select {
-	case in.notes.queue <- notification{from: from, to: to, prio: prio, deleted: in.deleted.Load()}:
-	default:
-		in.node.log.Warn("vrrp notify queue full: notification dropped", "instance", in.cfg.Name, "state", to.String())
+	t := in.node.track
+	state := notifyState(to)
+	if to == Initialize && in.deleted.Load() {
+		// keepalived's clear_diff_vrrp: an instance a reload removed is
+		// told DELETED with notify_deleted, else FAULT, which an instance
+		// already in fault is not told again.
+		switch {
+		case in.cfg.Notify.Deleted != nil:
+			state = "DELETED"
+		case from == Fault:
+			return
+		default:
+			state = "FAULT"
+		}
+	}
+	for _, c := range script.Notify(&in.cfg.Notify, "INSTANCE", in.cfg.Name, state, int(prio)) {
+		t.queue.Submit(script.Job{Key: "instance " + in.cfg.Name, Kind: "vrrp", Runner: t.runner, Script: c.Script, Args: c.Args})
 	}
 }
 
-func (nf *notifier) run(r script.Runner) {
-	defer close(nf.done)
-	for n := range nf.queue {
-		cfg := nf.in.cfg
-		var s *config.Script
-		state := n.to.String()
-		switch n.to {
-		case Master:
-			s = cfg.Notify.Master
-		case Backup:
-			s = cfg.Notify.Backup
-		case Fault:
-			s = cfg.Notify.Fault
-		case Initialize:
-			s, state = cfg.Notify.Stop, "STOP"
-			if n.deleted {
-				// keepalived's clear_diff_vrrp: DELETED with
-				// notify_deleted, else FAULT, which an instance already in
-				// fault is not told again.
-				switch {
-				case cfg.Notify.Deleted != nil:
-					s, state = cfg.Notify.Deleted, "DELETED"
-				case n.from == Fault:
-					continue
-				default:
-					s, state = cfg.Notify.Fault, "FAULT"
-				}
-			}
-		}
-		for _, sc := range []*config.Script{s} {
-			if sc != nil && len(sc.Args) > 0 {
-				nf.result(sc, r.Run(context.Background(), sc, 30*time.Second))
-			}
-		}
-		if a := cfg.Notify.Any; a != nil && len(a.Args) > 0 {
-			nf.result(a, r.Run(context.Background(), a, 30*time.Second, "INSTANCE", cfg.Name, state, strconv.Itoa(int(n.prio))))
-		}
+// notifyState is keepalived's name of a state in notify arguments: an
+// instance stopping is STOP.
+func notifyState(s State) string {
+	if s == Initialize {
+		return "STOP"
 	}
-}
-
-func (nf *notifier) result(s *config.Script, res script.Result) {
-	if !res.OK() {
-		nf.in.node.log.Warn("vrrp notify script failed", "instance", nf.in.cfg.Name, "script", s.Command, "exit", res.ExitCode, "err", res.Err)
-	}
+	return s.String()
 }
 
 // groupNotifier runs a sync group's notify scripts when the group's state
@@ -256,8 +248,6 @@ type groupNotifier struct {
 	log   *slog.Logger
 	mu    sync.Mutex
 	last  State
-	queue chan notification
-	done  chan struct{}
 }
 
 // groupNotify is called on every member transition.
@@ -278,37 +268,8 @@ func (in *instance) groupNotify(to State) {
 	if !changed {
 		return
 	}
-	select {
-	case g.queue <- notification{to: to}:
-	default:
-		g.log.Warn("vrrp group notify queue full: notification dropped", "group", g.group.Name)
-	}
-}
-
-func (g *groupNotifier) run(r script.Runner) {
-	defer close(g.done)
-	for n := range g.queue {
-		var s *config.Script
-		state := n.to.String()
-		switch n.to {
-		case Master:
-			s = g.group.Notify.Master
-		case Backup:
-			s = g.group.Notify.Backup
-		case Fault:
-			s = g.group.Notify.Fault
-		case Initialize:
-			s, state = g.group.Notify.Stop, "STOP"
-		}
-		if s != nil && len(s.Args) > 0 {
-			if res := r.Run(context.Background(), s, 30*time.Second); !res.OK() {
-				g.log.Warn("vrrp group notify script failed", "group", g.group.Name, "script", s.Command, "exit", res.ExitCode, "err", res.Err)
-			}
-		}
-		if a := g.group.Notify.Any; a != nil && len(a.Args) > 0 {
-			if res := r.Run(context.Background(), a, 30*time.Second, "GROUP", g.group.Name, state, "0"); !res.OK() {
-				g.log.Warn("vrrp group notify script failed", "group", g.group.Name, "script", a.Command, "exit", res.ExitCode, "err", res.Err)
-			}
-		}
+	t := in.node.track
+	for _, c := range script.Notify(&g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
+		t.queue.Submit(script.Job{Key: "group " + g.group.Name, Kind: "sync_group", Runner: t.runner, Script: c.Script, Args: c.Args})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/directord/directord/director"
 	"github.com/directord/directord/healthcheck"
 	"github.com/directord/directord/internal/metrics"
+	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
 )
@@ -71,6 +72,11 @@ type daemon struct {
 	// onResult sees every probe's result (the metrics).
 	onResult func(*healthcheck.Check, healthcheck.Result)
 	metrics  *metrics.Metrics // nil without --metrics-address
+
+	// scripts runs every notify script, across reloads: a VRRP node or
+	// data plane that stops hands its last scripts (notify_stop) to it
+	// and goes, so that neither a reload nor d.mu waits for them.
+	scripts *script.Queue
 }
 
 // view is a consistent set of the running parts.
@@ -125,6 +131,45 @@ func vrrpKey(cfg *config.Config) string {
 	}{g, scripts, groups, insts})
 }
 
+// scriptsStopWait bounds the wait at stop for the notify scripts still
+// queued (notify_stop, omega's quorum_down): each is bounded by
+// script.NotifyTimeout too.
+const scriptsStopWait = 10 * time.Second
+
+// newScripts makes the daemon's script queue, its drops counted in the
+// metrics.
+func (d *daemon) newScripts() {
+	d.scripts = script.NewQueue(d.log)
+	if m := d.metrics; m != nil {
+		d.scripts.OnDrop = func(j script.Job) { m.ObserveScriptDropped(j.Kind) }
+	}
+}
+
+// waitScripts lets the last notify scripts run at stop, for a while, with
+// no lock held.
+func (d *daemon) waitScripts() {
+	if d.scripts == nil {
+		return
+	}
+	d.scripts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), scriptsStopWait)
+	defer cancel()
+	if d.scripts.Wait(ctx) != nil {
+		d.log.Warn("notify scripts still running at stop: not waiting for them", "waited", scriptsStopWait.String())
+	}
+}
+
+// nodeKeyOf is what the VRRP node of cfg runs, its scripts as checked
+// included: a reload that changes neither leaves the node alone.
+func (d *daemon) nodeKeyOf(cfg *config.Config) string {
+	return vrrpKey(cfg) + "\n" + script.CheckConfig(cfg, script.Sections{VRRP: true}, nil).Key()
+}
+
+// scriptSections are the scripts of cfg that this daemon runs.
+func (d *daemon) scriptSections(cfg *config.Config) script.Sections {
+	return script.Sections{VRRP: d.runVRRP(), LVS: d.runLVS(cfg)}
+}
+
 // daemonMain runs the configuration until SIGTERM or SIGINT; SIGHUP
 // reloads it.
 func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
@@ -157,6 +202,8 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	defer signal.Stop(hup)
 
 	d.newMetrics()
+	d.newScripts()
+	script.CheckConfig(cfg, d.scriptSections(cfg), log)
 	d.mu.Lock()
 	err := d.start(cfg)
 	d.publish()
@@ -164,6 +211,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	if err != nil {
 		log.Error("directord cannot start", "err", err)
 		d.shutdown()
+		d.waitScripts()
 		return exitFailure
 	}
 	var aux sync.WaitGroup
@@ -172,6 +220,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 		log.Error("directord cannot start", "err", err)
 		stopAux()
 		d.shutdown()
+		d.waitScripts()
 		return exitFailure
 	}
 	log.Info("directord started", "version", version, "config", o.file,
@@ -191,6 +240,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	notifyStopping()
 	log.Info("directord stopping")
 	err = d.shutdown()
+	d.waitScripts()
 	stopAux()
 	aux.Wait()
 	if err != nil {
@@ -228,6 +278,9 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		return fmt.Errorf("virtual servers: %w", err)
 	}
 	lvs.KeepOnStop = d.o.keepIPVS
+	if d.scripts != nil {
+		lvs.ShareScripts(d.scripts)
+	}
 	for _, w := range ipvsAdvice(os.ReadFile) {
 		d.log.Warn(w)
 	}
@@ -323,6 +376,9 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 		h.Close()
 		return nil, nil, fmt.Errorf("vrrp: %w", err)
 	}
+	if d.scripts != nil {
+		node.ShareScripts(d.scripts)
+	}
 	return node, h, nil
 }
 
@@ -344,7 +400,7 @@ func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle)
 	done := make(chan error, 1)
 	d.reYield(node) // before it runs: its instances start handed over
 	go func() { done <- node.Run(ctx); h.Close() }()
-	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, vrrpKey(cfg)
+	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, d.nodeKeyOf(cfg)
 }
 
 // stopNode stops VRRP cleanly: priority 0 adverts, addresses removed.
@@ -433,6 +489,9 @@ func (d *daemon) reloadLocked() error {
 		}
 		return &errBadConfig{msgs}
 	}
+	// Scripts are checked again, as keepalived does at a reload: a
+	// permission fixed or broken since counts from now.
+	script.CheckConfig(cfg, d.scriptSections(cfg), log)
 	// What can fail is tried before anything changes.
 	if _, err := director.NewPools(cfg); err != nil {
 		return err
@@ -455,7 +514,7 @@ func (d *daemon) reloadLocked() error {
 	var node *vrrp.Node
 	var nodeNL *netlink.Handle
 	if d.runVRRP() {
-		newNode = (d.node == nil) != (len(cfg.Instances) == 0) || (d.node != nil && vrrpKey(cfg) != d.nodeKey)
+		newNode = (d.node == nil) != (len(cfg.Instances) == 0) || (d.node != nil && d.nodeKeyOf(cfg) != d.nodeKey)
 	}
 	if newNode && len(cfg.Instances) > 0 {
 		// Its interfaces must exist before the running VRRP stops.

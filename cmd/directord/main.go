@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/script"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -24,6 +26,9 @@ const (
 	exitUsage      = 2
 	exitConfig     = 4
 	exitConfigTest = 5
+	// exitConfigSecurity is keepalived's --config-test exit code for a
+	// configuration whose scripts run without enable_script_security.
+	exitConfigSecurity = 6
 )
 
 func main() {
@@ -80,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case o.configTest:
 		fmt.Fprint(stdout, summary(cfg, diags))
-		return exitOK
+		return scriptTest(cfg, stderr)
 	}
 	return daemonMain(o, cfg, stderr)
 }
@@ -101,6 +106,42 @@ func countErrors(diags config.Diagnostics) string {
 		return "1 error"
 	}
 	return fmt.Sprintf("%d errors", n)
+}
+
+// scriptTest checks the configuration's scripts on this host as
+// keepalived's --config-test does, prints what it finds (file:line, the
+// keyword, why) and returns keepalived's exit code: 5 when a vrrp_script
+// is disabled (insecure, not found, not executable), else 6 when scripts
+// would run without enable_script_security, else 0.
+func scriptTest(cfg *config.Config, stderr io.Writer) int {
+	rep := script.CheckConfig(cfg, script.Sections{VRRP: true, LVS: true}, nil)
+	code := exitOK
+	for _, e := range rep.Entries {
+		p := e.Prog
+		switch {
+		case p.Disabled != nil:
+			fmt.Fprintf(stderr, "%s: warning: %s: %v: it will not run\n", e.At, e.Keyword, p.Disabled)
+			if strings.HasPrefix(e.Keyword, "vrrp_script ") {
+				code = exitConfigTest
+			}
+		case p.Insecure != "":
+			fmt.Fprintf(stderr, "%s: warning: %s: unsafe permissions on %s; it runs because enable_script_security is off\n", e.At, e.Keyword, p.Insecure)
+		}
+		if p.Searched && p.Path != "" {
+			fmt.Fprintf(stderr, "%s: warning: %s: %q found by a PATH search as %s: give its full path\n", e.At, e.Keyword, p.Script.Args[0], p.Path)
+		}
+	}
+	if rep.Violation {
+		msg := "SECURITY VIOLATION - scripts are being executed but enable_script_security is not set"
+		if rep.Insecure > 0 {
+			msg += "; there are insecure scripts"
+		}
+		fmt.Fprintf(stderr, "%s: warning: %s\n", cfg.Files[0], msg)
+		if code == exitOK {
+			code = exitConfigSecurity
+		}
+	}
+	return code
 }
 
 // summary is what -t prints on success: the resolved configuration in a few

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/directord/directord/internal/ipvstest"
@@ -118,6 +119,54 @@ func TestConfigTestExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.stderrPart) {
 				t.Errorf("stderr lacks %q:\n%s", tt.stderrPart, stderr.String())
+			}
+		})
+	}
+}
+
+// TestConfigTestScripts: -t checks the scripts on this host as keepalived's
+// --config-test does: 6 when scripts run without enable_script_security,
+// 5 when a vrrp_script is disabled, 0 when an insecure notify script is
+// disabled (it says so, as the daemon would).
+func TestConfigTestScripts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the scripts' checks look at root's ownership")
+	}
+	dir := t.TempDir()
+	ww := filepath.Join(dir, "ww")
+	os.Mkdir(ww, 0o755)
+	if err := syscall.Chmod(ww, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(ww, "notify.sh")
+	if err := os.WriteFile(bad, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withScripts := func(global, script, notify string) string {
+		return "global_defs {\n" + global + "\n}\nvrrp_script chk {\n script \"" + script + "\"\n}\n" +
+			strings.Replace(goodConf, "virtual_router_id 7", "virtual_router_id 7\n    track_script {\n        chk\n    }\n    notify_master "+notify, 1)
+	}
+	secure := "enable_script_security\nscript_user root"
+	tests := []struct {
+		name, conf string
+		code       int
+		stderr     string
+	}{
+		{"scripts without enable_script_security", withScripts("", "/bin/true", "/bin/true"), exitConfigSecurity, "SECURITY VIOLATION"},
+		{"secure scripts", withScripts(secure, "/bin/true", "/bin/true"), exitOK, ""},
+		{"insecure notify script: disabled", withScripts(secure, "/bin/true", bad), exitOK, ":14: warning: notify_master: script disabled: unsafe permissions on " + ww},
+		{"missing vrrp_script: disabled", withScripts(secure, "/nonexistent/chk.sh", "/bin/true"), exitConfigTest, ":6: warning: vrrp_script chk: script disabled"},
+		{"a bare name: found in PATH", withScripts(secure, "true", "/bin/true"), exitOK, `"true" found by a PATH search`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"-t", "-f", writeConf(t, tt.conf)}, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\nstderr: %s", code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.String())
 			}
 		})
 	}

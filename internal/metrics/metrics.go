@@ -38,7 +38,13 @@ type Metrics struct {
 	checks        *prometheus.CounterVec
 	checkDuration *prometheus.HistogramVec
 	checkWait     *prometheus.HistogramVec
+	scriptDrops   *prometheus.CounterVec
 }
+
+// ScriptKinds are the kinds of script queue ObserveScriptDropped counts:
+// VRRP instances' notify scripts, sync groups', and the virtual and real
+// servers' (quorum_up/down, notify_up/down).
+var ScriptKinds = []string{"vrrp", "sync_group", "lvs"}
 
 // New returns the metrics of a daemon whose state snapshot returns.
 // snapshot is called once per scrape, possibly from several scrapes at
@@ -60,8 +66,16 @@ func New(snapshot func() control.Status) *Metrics {
 			Help:    "How long health-check probes waited for this director (to start once due, for a TLS handshake slot), by checker type: waits near the delay_loop mean more checks than the director's CPU serves.",
 			Buckets: CheckWaitBuckets,
 		}, []string{"type"}),
+		scriptDrops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "directord_scripts_dropped_total",
+			Help: "Notify scripts dropped since start because too many were waiting behind a running one of the same instance, group or data plane (the oldest waiting is dropped), by kind (vrrp, sync_group, lvs).",
+		}, []string{"kind"}),
+	}
+	for _, k := range ScriptKinds {
+		m.scriptDrops.WithLabelValues(k) // every kind shown, at 0 until a drop
 	}
 	m.reg.MustRegister(
+		m.scriptDrops,
 		statusCollector{snapshot: snapshot},
 		m.checks,
 		m.checkDuration,
@@ -81,6 +95,12 @@ func (m *Metrics) ObserveCheck(checkType, result string, latency, waited time.Du
 	m.checks.WithLabelValues(checkType, result).Inc()
 	m.checkDuration.WithLabelValues(checkType).Observe(latency.Seconds())
 	m.checkWait.WithLabelValues(checkType).Observe(waited.Seconds())
+}
+
+// ObserveScriptDropped counts one notify script dropped from the script
+// queue; kind is one of ScriptKinds.
+func (m *Metrics) ObserveScriptDropped(kind string) {
+	m.scriptDrops.WithLabelValues(kind).Inc()
 }
 
 // Handler serves the metrics in the Prometheus exposition formats.

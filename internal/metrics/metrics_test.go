@@ -238,6 +238,9 @@ func TestScrape(t *testing.T) {
 			defer srv.Close()
 
 			got := directordSeries(scrape(t, srv.URL))
+			for _, k := range ScriptKinds { // counted, not read from the status: 0 here
+				delete(got, `directord_scripts_dropped_total{kind="`+k+`"}`)
+			}
 			if diff := diffSeries(got, tt.want); diff != "" {
 				t.Errorf("scrape (-got +want):\n%s", diff)
 			}
@@ -609,4 +612,22 @@ func (h *recordLog) messages() []map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.records)
+}
+
+// TestObserveScriptDropped: every kind of script drop is shown from the
+// start at 0, and each drop counts under its kind.
+func TestObserveScriptDropped(t *testing.T) {
+	m := New(fakeStatus)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	m.ObserveScriptDropped("vrrp")
+	m.ObserveScriptDropped("vrrp")
+	m.ObserveScriptDropped("lvs")
+	got := directordSeries(scrape(t, srv.URL))
+	for k, want := range map[string]float64{"vrrp": 2, "sync_group": 0, "lvs": 1} {
+		name := `directord_scripts_dropped_total{kind="` + k + `"}`
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s = %v (shown %v), want %v", name, v, ok, want)
+		}
+	}
 }
