@@ -53,3 +53,32 @@ func TestWildDefaultRouteFamily(t *testing.T) {
 		}
 	}
 }
+
+// TestWildByteOrderMark: a file saved with a UTF-8 byte-order mark (the
+// real 02-octavia-amphora.conf, which starts with vrrp_script, given one)
+// reads as without it, with one warning; it used to be "unknown keyword
+// \ufeffvrrp_script; did you mean vrrp_script".
+func TestWildByteOrderMark(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(wildDir(t), "02-octavia-amphora.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, plainDiags := Parse("k.conf", string(data), nil, Options{})
+	cfg, diags := Parse("k.conf", "\ufeff"+string(data), nil, Options{})
+	if diags.HasErrors() {
+		t.Fatalf("errors:\n%s", diags)
+	}
+	if len(cfg.Scripts) != 1 || cfg.Scripts[0].Name != "check_script" {
+		t.Errorf("scripts %v, want check_script", cfg.Scripts)
+	}
+	if len(diags) != len(plainDiags)+1 {
+		t.Fatalf("diagnostics:\n%s\nwant those without the mark:\n%s\nand one for it", diags, plainDiags)
+	}
+	want := `k.conf:1: warning: the file starts with a UTF-8 byte-order mark: skipped (keepalived 2.2.7 reads it as part of the first word, "vrrp_script", and ignores that as an unknown keyword)`
+	if got := diags[0].String(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if len(cfg.Instances) != len(plain.Instances) || len(cfg.Instances[0].TrackScripts) != 1 {
+		t.Errorf("instances differ from the file without the mark")
+	}
+}
