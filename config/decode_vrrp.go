@@ -26,7 +26,11 @@ var instanceBlock = &block[Instance]{
 					in.State = s
 					markSet(&in.set, n)
 				default:
-					d.rep.errorf(n.Pos, n.Keyword, "%q is not MASTER or BACKUP", s)
+					// keepalived 2.2.7: "unknown state 'SLAVE', defaulting
+					// to BACKUP".
+					d.rep.lenient(n.Pos, n.Keyword, "%q is not MASTER or BACKUP: BACKUP, as keepalived does", s)
+					in.State = "BACKUP"
+					markSet(&in.set, n)
 				}
 			}
 		},

@@ -34,6 +34,7 @@ func (d *decoder) resolve() {
 	for _, in := range d.cfg.Instances {
 		d.resolveInstance(in)
 	}
+	d.pruneSyncGroups()
 	d.resolveTracking()
 	if sd := g.SyncDaemon; sd != nil && sd.SyncID < 0 {
 		sd.SyncID = 0
@@ -46,6 +47,41 @@ func (d *decoder) resolve() {
 	for _, vs := range d.cfg.VirtualServers {
 		d.resolveVS(vs)
 	}
+}
+
+// pruneSyncGroups drops the members of sync groups that name no instance,
+// and groups left with none, as keepalived 2.2.7 does ("Virtual router
+// VI_IPV4 specified in sync group EXAMPLE_GROUP doesn't exist - ignoring",
+// "no matching virtual router found in group declaration - removing"). A
+// member whose instance had an error of its own is kept: that error stops
+// the configuration already.
+func (d *decoder) pruneSyncGroups() {
+	names := map[string]bool{}
+	var list []string
+	for _, in := range d.cfg.Instances {
+		names[in.Name] = true
+		list = append(list, in.Name)
+	}
+	groups := d.cfg.SyncGroups[:0]
+	for _, g := range d.cfg.SyncGroups {
+		var members []string
+		var pos []Pos
+		for i, m := range g.Members {
+			if !names[m] && !d.isDeclared("vrrp_instance", m) {
+				d.rep.lenient(g.memberPos[i], "vrrp_sync_group", "%s: no vrrp_instance %s is defined, ignored as keepalived does%s", g.Name, m, didYouMean(m, list))
+				continue
+			}
+			members = append(members, m)
+			pos = append(pos, g.memberPos[i])
+		}
+		if len(g.Members) > 0 && len(members) == 0 {
+			d.rep.lenient(g.Pos, "vrrp_sync_group", "%s: none of its instances exists: the group is removed, as keepalived does", g.Name)
+			continue
+		}
+		g.Members, g.memberPos = members, pos
+		groups = append(groups, g)
+	}
+	d.cfg.SyncGroups = groups
 }
 
 func (d *decoder) resolveInstance(in *Instance) {
@@ -63,6 +99,17 @@ func (d *decoder) resolveInstance(in *Instance) {
 	default:
 		in.Family = "inet"
 	}
+	// keepalived 2.2.7 drops an address of another family: "(VI_1):
+	// address family must match VRRP instance [2001:db8::15/64] - ignoring".
+	kept := in.VIPs[:0]
+	for _, v := range in.VIPs {
+		if family(v.Prefix.Addr()) != in.Family {
+			d.rep.lenient(v.Pos, v.Prefix.Addr().String(), "virtual_ipaddress: not of the family of %s's first address, ignored as keepalived does (put other families in virtual_ipaddress_excluded)", in.Name)
+			continue
+		}
+		kept = append(kept, v)
+	}
+	in.VIPs = kept
 	if in.Version < 0 {
 		in.Version = g.VRRPVersion
 	}
