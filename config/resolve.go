@@ -170,6 +170,11 @@ func (d *decoder) resolveInstance(in *Instance) {
 			in.Auth = nil
 		case in.Auth.Type == "AH" && in.Family == "inet6":
 			d.rep.errorf(posOf(in.set, "authentication", in.Pos), "authentication", "AH is not available with IPv6")
+		case in.Auth.Type == "AH" && in.State == "MASTER":
+			// keepalived 2.2.7: "Initial state master is incompatible
+			// with AH authentication - clearing" (Neutron's L3 HA).
+			d.rep.lenient(posOf(in.set, "state", in.Pos), "state", "%s: state MASTER does not go with AH authentication: BACKUP, as keepalived does", in.Name)
+			in.State = "BACKUP"
 		}
 	}
 	def := func(v *time.Duration, global time.Duration) {

@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +82,136 @@ func TestWildByteOrderMark(t *testing.T) {
 	}
 	if len(cfg.Instances) != len(plain.Instances) || len(cfg.Instances[0].TrackScripts) != 1 {
 		t.Errorf("instances differ from the file without the mark")
+	}
+}
+
+// wildNoDump names the wild configurations with VRRP instances of which
+// keepalived gives no dump here, and why; their instances are checked by
+// directord's own golden summary only.
+var wildNoDump = map[string]string{
+	"10-vbernat-unicast-v4v6.conf":        "no interface keyword: keepalived takes the interface that holds unicast_src_ip, and stops with 'Unknown interface!' when no interface of the namespace does",
+	"30-mesos-lvs-sync-garp.conf":         "lvs_sync_daemon_interface: keepalived's VRRP process needs IPVS for it, which the host kernel lacks",
+	"53-netology-lvs-dr-sync-daemon.conf": "lvs_sync_daemon_interface: keepalived's VRRP process needs IPVS for it, which the host kernel lacks",
+}
+
+// Comparing directord's summary with keepalived's dump:
+//   - use_vmac is not supported by directord (a warning): it moves the
+//     addresses on the instance's own interface, where keepalived makes a
+//     macvlan on it ("interface vrrp.11, vmac on eth0", "dev vrrp.11@eth0");
+//   - keepalived does not list the instance's own interface among those it
+//     tracks when the file names it with weight 0: a fault of the instance's
+//     interface is a fault of the instance either way.
+var (
+	vmacDump = regexp.MustCompile(`interface \S+, vmac on ([^,\s]+)[^\n]*`)
+	vmacDev  = regexp.MustCompile(`dev \S+@(\S+)`)
+)
+
+// dropOwnInterfaceTracking removes from a vrrpSummary the weight-0
+// tracking of each instance's own interface.
+func dropOwnInterfaceTracking(s string) string {
+	var b strings.Builder
+	iface := ""
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if v, ok := strings.CutPrefix(line, "  interface "); ok {
+			iface = strings.TrimSpace(v)
+		}
+		if line == "  track_interface "+iface+" weight 0\n" {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// wildKnownDiff names the files whose instances differ from keepalived's
+// dump, and why: each is a difference to resolve, not a verdict.
+var wildKnownDiff = map[string]string{
+	"17-fanux-kubeinit-sync-nat.conf":           "keepalived starts the MASTER members of a sync group as BACKUP (its dump's Wantstate); directord's configuration keeps MASTER",
+	"38-openstack-ansible-keepalived-role.conf": "keepalived starts the MASTER members of a sync group as BACKUP (its dump's Wantstate); directord's configuration keeps MASTER",
+}
+
+// TestWildConfigs reads every configuration of shared/wild-configs, as
+// directord -t does without --strict: each must start (no error), and its
+// VRRP instances must be what keepalived 2.2.7 makes of them
+// (testdata/wild/NAME.vrrp, from keepalived's dump: TestWildKeepalivedDump).
+func TestWildConfigs(t *testing.T) {
+	files := wildFiles(t)
+	if len(files) != 53 {
+		t.Errorf("%d configurations in %s, want 53", len(files), wildDir(t))
+	}
+	for _, name := range files {
+		t.Run(name, func(t *testing.T) {
+			cfg, diags := loadWild(t, name, Options{ConfigID: wildConfigID})
+			if diags.HasErrors() {
+				t.Fatalf("directord -t refuses it:\n%s", diags.Errors())
+			}
+			got := dropOwnInterfaceTracking(vrrpSummary(cfg))
+			want, err := os.ReadFile(filepath.Join("testdata", "wild", name+".vrrp"))
+			switch {
+			case err == nil:
+				w := vmacDump.ReplaceAllString(string(want), "interface $1")
+				w = vmacDev.ReplaceAllString(w, "dev $1")
+				if why := wildKnownDiff[name]; why != "" {
+					if got == w {
+						t.Errorf("now the same as keepalived's: remove it from wildKnownDiff")
+					}
+					t.Logf("differs from keepalived's, known: %s\n%s", why, lineDiff(w, got))
+				} else if got != w {
+					t.Errorf("instances differ from keepalived's (testdata/wild/%s.vrrp):\n%s", name, lineDiff(w, got))
+				}
+			case len(cfg.Instances) == 0:
+			case wildNoDump[name] != "":
+				t.Logf("no keepalived dump: %s", wildNoDump[name])
+			default:
+				t.Errorf("%v: no keepalived view of its instances (DIRECTORD_WILD_DUMP=1 go test ./config -run TestWildKeepalivedDump writes it)", err)
+			}
+		})
+	}
+}
+
+// TestWildNeutronExcluded: Neutron's L3 HA lists one subnet's address in
+// two routers' instances, on different devices (192.168.3.0/24 on eth2 and
+// eth6: two addresses to the kernel, no message) and on the same device
+// (192.168.2.0/24 on eth2: keepalived runs both, directord warns). It used
+// to be refused.
+func TestWildNeutronExcluded(t *testing.T) {
+	cfg, diags := loadWild(t, "48-neutron-l3-ha-ah.conf", Options{})
+	if diags.HasErrors() {
+		t.Fatalf("errors:\n%s", diags.Errors())
+	}
+	for i, want := range []int{4, 3} {
+		if got := len(cfg.Instances[i].ExcludedVIPs); got != want {
+			t.Errorf("%s: %d excluded addresses, want %d", cfg.Instances[i].Name, got, want)
+		}
+	}
+	var shared []string
+	for _, d := range diags {
+		if strings.Contains(d.Message, "is also moved by") {
+			shared = append(shared, d.Keyword)
+		}
+	}
+	if got, want := strings.Join(shared, " "), "192.168.2.0 192.168.55.0"; got != want {
+		t.Errorf("addresses shared on one device: %s, want %s\n%s", got, want, diags)
+	}
+	if _, strict := loadWild(t, "48-neutron-l3-ha-ah.conf", Options{Strict: true}); !strict.HasErrors() {
+		t.Error("--strict accepts an address two instances move on one device")
+	}
+}
+
+// TestWildStrict: --strict refuses exactly the wild configurations that
+// hold something keepalived runs past.
+func TestWildStrict(t *testing.T) {
+	want := map[string]bool{
+		"03-zillow-linuxgateway-vmac.conf": true, "04-k8s-handbook-lvs-dr.conf": true,
+		"05-vbernat-keepalived-snmp-vsgroup.conf": true, "11-kingkongmok-state-slave.conf": true,
+		"20-salt-formula-pillar-example.conf": true, "21-alibaba-lvs-fnat-include.conf": true,
+		"34-k8s-apiserver-ssl-get-loadbalance.conf": true, "41-rhel7-default-keepalived-1.3.5.conf": true,
+		"42-keepalived-1.1.19-smtp-check-lvs_id.conf": true, "48-neutron-l3-ha-ah.conf": true,
+	}
+	for _, name := range wildFiles(t) {
+		_, diags := loadWild(t, name, Options{ConfigID: wildConfigID, Strict: true})
+		if got := diags.HasErrors(); got != want[name] {
+			t.Errorf("%s: refused under --strict: %v, want %v\n%s", name, got, want[name], diags.Errors())
+		}
 	}
 }
