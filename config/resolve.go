@@ -468,6 +468,18 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 	if rs.Addr.Port() == 0 && vs.Addr.Port() != 0 {
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
 	}
+	if rs.Method.Kind != "NAT" && vs.FWMark != 0 && rs.Addr.Port() != 0 {
+		// keepalived 2.2.7: "fwmark virtual server FWM 111, real server
+		// [192.0.2.31]:none:53 has port specified - clearing". Its checkers
+		// were made from the address before, so they keep the port.
+		d.rep.warnf(rs.Pos, "real_server", "%s of a fwmark virtual server has no port: %d cleared, as keepalived does (its checkers keep it)", rs.Method.Kind, rs.Addr.Port())
+		for _, c := range rs.Checkers {
+			if c.ConnectPort == 0 {
+				c.ConnectPort = rs.Addr.Port()
+			}
+		}
+		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), 0)
+	}
 	if rs.Method.Kind != "NAT" && vs.Addr.IsValid() && rs.Addr.Port() != vs.Addr.Port() {
 		d.rep.warnf(rs.Pos, "real_server", "%s cannot change the port: port %d used, not %d, as keepalived does", rs.Method.Kind, vs.Addr.Port(), rs.Addr.Port())
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())

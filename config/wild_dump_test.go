@@ -128,27 +128,64 @@ func TestWildKeepalivedDump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, name := range wildFiles(t) {
-		cfg, _ := loadWild(t, name, Options{ConfigID: wildConfigID})
-		if len(cfg.Instances) == 0 {
-			os.Remove(filepath.Join("testdata", "wild", name+".vrrp"))
-			continue
+	if from := os.Getenv("DIRECTORD_WILD_FROM_RAW"); from != "" {
+		// Parse again logs kept by an earlier run (DIRECTORD_WILD_RAW).
+		logs, _ := filepath.Glob(filepath.Join(from, "*.lvs.log"))
+		for _, l := range logs {
+			data, err := os.ReadFile(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := strings.TrimSuffix(filepath.Base(l), ".lvs.log")
+			if got := parseKeepalivedLVS(string(data)); got != "" {
+				os.WriteFile(filepath.Join("testdata", "wild", name+".lvs"), []byte(got), 0o644)
+			}
 		}
-		dump := keepalivedDump(t, fmt.Sprintf("cwild%d-%d", os.Getpid(), i), dir, name, cfg)
-		got := parseKeepalivedDump(dump)
-		if got == "" {
-			t.Errorf("%s: keepalived dumped no instance:\n%s", name, dump)
-			continue
-		}
-		if err := os.WriteFile(filepath.Join("testdata", "wild", name+".vrrp"), []byte(got), 0o644); err != nil {
+		return
+	}
+	_, err = os.Stat("/proc/net/ip_vs")
+	ipvs := err == nil
+	raw := os.Getenv("DIRECTORD_WILD_RAW") // a folder for keepalived's whole logs
+	save := func(name, ext, text string) {
+		if err := os.WriteFile(filepath.Join("testdata", "wild", name+ext), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+	only := regexp.MustCompile(os.Getenv("DIRECTORD_WILD_ONLY")) // the files to redo
+	for i, name := range wildFiles(t) {
+		if !only.MatchString(name) {
+			continue
+		}
+		cfg, _ := loadWild(t, name, Options{ConfigID: wildConfigID})
+		ns := fmt.Sprintf("cwild%d-%d", os.Getpid(), i)
+		if len(cfg.Instances) > 0 {
+			dump := keepalivedDump(t, ns, dir, name, cfg, "-P")
+			if raw != "" {
+				os.WriteFile(filepath.Join(raw, name+".vrrp.log"), []byte(dump), 0o644)
+			}
+			if got := parseKeepalivedDump(dump); got != "" {
+				save(name, ".vrrp", got)
+			} else if wildNoDump[name] == "" || ipvs {
+				t.Errorf("%s: keepalived dumped no instance:\n%s", name, dump)
+			}
+		}
+		if len(cfg.VirtualServers) > 0 && ipvs {
+			dump := keepalivedDump(t, ns, dir, name, cfg, "-C")
+			if raw != "" {
+				os.WriteFile(filepath.Join(raw, name+".lvs.log"), []byte(dump), 0o644)
+			}
+			if got := parseKeepalivedLVS(dump); got != "" {
+				save(name, ".lvs", got)
+			} else {
+				t.Errorf("%s: keepalived dumped no virtual server:\n%s", name, dump)
+			}
 		}
 	}
 }
 
 // keepalivedDump runs keepalived's VRRP process on the file in a new
 // namespace and returns its log up to the end of its configuration dump.
-func keepalivedDump(t *testing.T, ns, dir, name string, cfg *Config) string {
+func keepalivedDump(t *testing.T, ns, dir, name string, cfg *Config, mode string) string {
 	t.Helper()
 	run := func(args ...string) {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
@@ -181,8 +218,8 @@ func keepalivedDump(t *testing.T, ns, dir, name string, cfg *Config) string {
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "keepalived", "-P", "-n", "-l", "-d", "-i", wildConfigID,
-		"-f", filepath.Join(dir, name), "-p", filepath.Join(tmp, "k.pid"), "-r", filepath.Join(tmp, "v.pid"))
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, "keepalived", mode, "-n", "-l", "-d", "-i", wildConfigID,
+		"-f", filepath.Join(dir, name), "-p", filepath.Join(tmp, "k.pid"), "-r", filepath.Join(tmp, "v.pid"), "-c", filepath.Join(tmp, "c.pid"))
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -196,14 +233,26 @@ func keepalivedDump(t *testing.T, ns, dir, name string, cfg *Config) string {
 	}
 	var b strings.Builder
 	sc := bufio.NewScanner(out)
+	// The VRRP dump ends where its next section starts; the checkers'
+	// dump ends with its "Health checkers" section, at the first line
+	// that is not part of it.
 	inDump := false
 	for sc.Scan() {
 		line := sc.Text()
 		b.WriteString(line + "\n")
-		if strings.Contains(line, "------< VRRP Topology >------") {
+		text := dumpTime.ReplaceAllString(line, "")
+		if mode == "-P" {
+			if strings.Contains(text, "------< VRRP Topology >------") {
+				inDump = true
+			} else if inDump && strings.Contains(text, "------<") {
+				break
+			}
+			continue
+		}
+		if strings.Contains(text, "------< Health checkers >------") {
 			inDump = true
-		} else if inDump && strings.Contains(line, "------<") {
-			break // the dump's next section: the instances are all there
+		} else if inDump && !strings.HasPrefix(text, " ") {
+			break
 		}
 	}
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
