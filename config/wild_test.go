@@ -247,3 +247,17 @@ func TestWildStrict(t *testing.T) {
 		}
 	}
 }
+
+// TestFWMarkRealServerPort: the port of a DR real server of a fwmark
+// virtual server is cleared (keepalived does), and its checker still
+// connects to the port written.
+func TestFWMarkRealServerPort(t *testing.T) {
+	cfg, diags := Parse("k.conf", "virtual_server fwmark 7 {\n lvs_method DR\n real_server 10.0.0.2 53 {\n  TCP_CHECK {\n  }\n }\n}\n", nil, Options{})
+	if diags.HasErrors() {
+		t.Fatalf("errors:\n%s", diags)
+	}
+	rs := cfg.VirtualServers[0].RealServers[0]
+	if rs.Addr.Port() != 0 || rs.Checkers[0].ConnectPort != 53 {
+		t.Errorf("real server %s, checker port %d; want port 0, checker port 53", rs.Addr, rs.Checkers[0].ConnectPort)
+	}
+}
