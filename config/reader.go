@@ -157,7 +157,7 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 		if f := strings.Fields(first); len(f) > 0 {
 			first = f[0]
 		}
-		r.rep.warnf(Pos{File: name, Line: 1}, "", "the file starts with a UTF-8 byte-order mark: skipped (keepalived 2.2.7 reads it as part of the first word, %q, and ignores that as an unknown keyword)", first)
+		r.rep.lenient(Pos{File: name, Line: 1}, "", "the file starts with a UTF-8 byte-order mark: skipped (keepalived 2.2.7 reads it as part of the first word, %q, and ignores that as an unknown keyword)", first)
 	}
 	lineNo := 0
 	var parts []string

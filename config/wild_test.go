@@ -83,6 +83,10 @@ func TestWildByteOrderMark(t *testing.T) {
 	if len(cfg.Instances) != len(plain.Instances) || len(cfg.Instances[0].TrackScripts) != 1 {
 		t.Errorf("instances differ from the file without the mark")
 	}
+	// keepalived would not read the file as directord does: --strict says so.
+	if _, strict := Parse("k.conf", "\ufeff"+string(data), nil, Options{Strict: true}); !strict.HasErrors() {
+		t.Error("--strict accepts a byte-order mark")
+	}
 }
 
 // wildNoDump names the wild configurations with VRRP instances of which
