@@ -56,7 +56,7 @@ func walk[T any](d *decoder, n *Node, b *block[T], t *T) {
 			d.rep.unsupported(c.Pos, c.Keyword, why)
 			continue
 		}
-		d.unknown(c, b.name, b.names())
+		d.unknown(c, b.name, b.names(), b.name == topLevelName)
 	}
 }
 
@@ -74,14 +74,48 @@ func (b *block[T]) names() []string {
 // unknown reports a keyword that the block does not know: with the closest
 // keyword it does know when that is near enough to be a typo, or with the
 // block it belongs in when it belongs elsewhere.
-func (d *decoder) unknown(n *Node, where string, known []string) {
+//
+// keepalived logs an unknown keyword and goes on, and so does directord
+// (a warning; an error under --strict), but only where keepalived's reading
+// of the rest is directord's: keepalived does not skip an unknown keyword's
+// block. It reads the block's lines as keywords of the enclosing block, and
+// the block's "}" ends the enclosing block early. At the top level that
+// "}" is itself an unknown keyword and nothing is lost, unless a line of
+// the block is a top-level keyword that keepalived would act on. Anywhere
+// else the rest of the enclosing block is read one level up: keepalived
+// runs a different configuration, and that stays an error.
+func (d *decoder) unknown(n *Node, where string, known []string, top bool) {
 	msg := "unknown keyword in " + where
+	hint := ""
 	if s := suggest(n.Keyword, known); s != "" {
-		msg += fmt.Sprintf("; did you mean %q?", s)
+		hint = fmt.Sprintf("; did you mean %q?", s)
 	} else if home := keywordHome(n.Keyword); home != "" && home != where {
-		msg += fmt.Sprintf("; it belongs in %s", home)
+		hint = fmt.Sprintf("; it belongs in %s", home)
 	}
-	d.rep.errorf(n.Pos, n.Keyword, "%s", msg)
+	switch {
+	case n.Block && !top:
+		d.rep.errorf(n.Pos, n.Keyword, "%s%s (keepalived would read its block's lines as keywords of %s, and its } would end %s early)", msg, hint, where, where)
+	case n.Block && topLevelInside(n) != nil:
+		c := topLevelInside(n)
+		d.rep.errorf(n.Pos, n.Keyword, "%s%s (keepalived would read its block's lines as top-level keywords, and run %s at %s)", msg, hint, c.Keyword, c.Pos)
+	default:
+		d.rep.lenient(n.Pos, n.Keyword, "%s, ignored as keepalived does%s", msg, hint)
+	}
+}
+
+// topLevelInside returns the first line inside n's block, at any depth,
+// whose keyword keepalived would take for a top-level keyword when it reads
+// an unknown top-level block line by line.
+func topLevelInside(n *Node) *Node {
+	for _, c := range n.Children {
+		if topNames()[c.Keyword] {
+			return c
+		}
+		if found := topLevelInside(c); found != nil {
+			return found
+		}
+	}
+	return nil
 }
 
 // suggest returns the candidate closest to word by edit distance, if it is
@@ -243,6 +277,20 @@ func (d *decoder) timerArg(n *Node, i int, lo, hi time.Duration) (time.Duration,
 	return v, true
 }
 
+// ignoredTimer reads a keyword with one <TIMER> argument in [lo, hi] whose
+// bad value keepalived ignores, keeping the default: a bad value is lenient.
+func (d *decoder) ignoredTimer(n *Node, lo, hi time.Duration) (time.Duration, bool) {
+	if !d.noBlock(n) || !d.want(n, 1, 1) {
+		return 0, false
+	}
+	v, err := parseTimer(n.Args[0])
+	if err != nil || v < lo || v > hi {
+		d.rep.lenient(n.Pos, n.Keyword, "%q is not a time in seconds from %s to %s: ignored, as keepalived does", n.Args[0], seconds(lo), seconds(hi))
+		return 0, false
+	}
+	return v, true
+}
+
 // timer reads a keyword with one <TIMER> argument.
 func (d *decoder) timer(n *Node, lo, hi time.Duration) (time.Duration, bool) {
 	if !d.noBlock(n) || !d.want(n, 1, 1) {
@@ -383,7 +431,20 @@ func (b *block[T]) blockName() string { return b.name }
 // It is set in init because the block tables refer to it through walk.
 var homes func() map[string]string
 
+// topLevelName is the top level's name in messages.
+const topLevelName = "the top level"
+
+// topNames holds the top level's keywords; set in init, as homes.
+var topNames func() map[string]bool
+
 func init() {
+	topNames = sync.OnceValue(func() map[string]bool {
+		m := map[string]bool{}
+		for _, k := range topBlock.names() {
+			m[k] = true
+		}
+		return m
+	})
 	homes = sync.OnceValue(func() map[string]string {
 		m := map[string]string{}
 		for _, b := range allBlocks() {

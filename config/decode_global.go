@@ -41,7 +41,7 @@ func (d *decoder) named(n *Node) (string, bool) {
 }
 
 var topBlock = &block[Config]{
-	name: "the top level",
+	name: topLevelName,
 	keys: map[string]func(*decoder, *Node, *Config){
 		"global_defs": func(d *decoder, n *Node, c *Config) {
 			if d.needBlock(n) {
@@ -245,11 +245,18 @@ var globalBlock = &block[Global]{
 				g.Garp.MasterRefreshRepeat = v
 			}
 		},
+		// keepalived 2.2.7 ignores a bad value ("vrrp_garp_interval '0' is
+		// invalid"): RHEL 7's stock file has 0, which it then reads as the
+		// default, no interval.
 		"vrrp_garp_interval": func(d *decoder, n *Node, g *Global) {
-			g.GarpInterval, _ = d.timer(n, time.Microsecond, 4294*time.Second)
+			if v, ok := d.ignoredTimer(n, time.Microsecond, 4294*time.Second); ok {
+				g.GarpInterval = v
+			}
 		},
 		"vrrp_gna_interval": func(d *decoder, n *Node, g *Global) {
-			g.GnaInterval, _ = d.timer(n, time.Microsecond, 4294*time.Second)
+			if v, ok := d.ignoredTimer(n, time.Microsecond, 4294*time.Second); ok {
+				g.GnaInterval = v
+			}
 		},
 		"vrrp_min_garp": func(d *decoder, n *Node, g *Global) {
 			if v, ok := d.flag(n); ok && v {

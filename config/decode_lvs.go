@@ -57,7 +57,9 @@ func (d *decoder) method(n *Node) (Method, bool) {
 		return m, true
 	case "TUN":
 	default:
-		d.rep.errorf(n.Pos, n.Keyword, "%q is not NAT, DR or TUN%s", m.Kind, didYouMean(m.Kind, []string{"NAT", "DR", "TUN"}))
+		// keepalived 2.2.7: "unknown [FNAT] routing method", and the
+		// keyword is ignored (a virtual server then defaults to NAT).
+		d.rep.lenient(n.Pos, n.Keyword, "%q is not NAT, DR or TUN, ignored as keepalived does%s", m.Kind, didYouMean(m.Kind, []string{"NAT", "DR", "TUN"}))
 		return m, false
 	}
 	m.TunType, m.TunCsum = "ipip", "nocsum"
@@ -188,7 +190,9 @@ var vsBlock = &block[VirtualServer]{
 			"lvs_sched": func(d *decoder, n *Node, vs *VirtualServer) {
 				if s, ok := d.str(n); ok {
 					if !contains(Schedulers, s) {
-						d.rep.errorf(n.Pos, n.Keyword, "unknown scheduler %q; want one of %s", s, strings.Join(Schedulers, " "))
+						// keepalived 2.2.7: "Invalid lvs_scheduler
+						// 'loadbalance' - ignoring", then wlc.
+						d.rep.lenient(n.Pos, n.Keyword, "unknown scheduler %q, ignored as keepalived does (want one of %s)", s, strings.Join(Schedulers, " "))
 						return
 					}
 					vs.Scheduler = s
@@ -203,15 +207,19 @@ var vsBlock = &block[VirtualServer]{
 				if !d.noBlock(n) || !d.want(n, 0, 1) {
 					return
 				}
-				p := vs.persistence()
-				p.Timeout = 360 * time.Second
+				timeout := 360 * time.Second
 				if len(n.Args) == 1 {
-					v, ok := d.intArg(n, 0, 1, 2678400)
-					if !ok {
+					// keepalived 2.2.7 ignores a bad value ("persistence_
+					// timeout invalid"): 0, as the widely copied
+					// kubernetes-apiserver recipe has, is no persistence.
+					v, err := strconv.ParseInt(n.Args[0], 10, 64)
+					if err != nil || v < 1 || v > 2678400 {
+						d.rep.lenient(n.Pos, n.Keyword, "%q is not an integer from 1 to 2678400: ignored, as keepalived does", n.Args[0])
 						return
 					}
-					p.Timeout = time.Duration(v) * time.Second
+					timeout = time.Duration(v) * time.Second
 				}
+				vs.persistence().Timeout = timeout
 				markSet(&vs.set, n)
 			},
 			"persistence_granularity": func(d *decoder, n *Node, vs *VirtualServer) {

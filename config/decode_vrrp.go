@@ -26,7 +26,11 @@ var instanceBlock = &block[Instance]{
 					in.State = s
 					markSet(&in.set, n)
 				default:
-					d.rep.errorf(n.Pos, n.Keyword, "%q is not MASTER or BACKUP", s)
+					// keepalived 2.2.7: "unknown state 'SLAVE', defaulting
+					// to BACKUP".
+					d.rep.lenient(n.Pos, n.Keyword, "%q is not MASTER or BACKUP: BACKUP, as keepalived does", s)
+					in.State = "BACKUP"
+					markSet(&in.set, n)
 				}
 			}
 		},
@@ -694,6 +698,10 @@ func (d *decoder) route(c *Node) (Route, bool) {
 		}
 	}
 	haveDst := false
+	// "default" (and "any", "all") names no family of its own: keepalived
+	// takes it from the line's first address (via, src, ...), else IPv4, so
+	// "default via 2001:db8::1" is ::/0 whatever the instance's family.
+	anyDst := false
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		needValue := func() (string, bool) {
@@ -792,6 +800,7 @@ func (d *decoder) route(c *Node) (Route, bool) {
 				switch w {
 				case "default", "any", "all":
 					dst = "0.0.0.0/0"
+					anyDst = true
 				case "default6":
 					dst = "::/0"
 				}
@@ -812,6 +821,24 @@ func (d *decoder) route(c *Node) (Route, bool) {
 	}
 	if !haveDst {
 		d.rep.errorf(c.Pos, c.Keyword, "route has no destination")
+		return r, false
+	}
+	if anyDst {
+		for _, a := range []netip.Addr{r.Via, r.Src, r.Or} {
+			if a.Is6() {
+				r.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+			}
+			if a.IsValid() {
+				break
+			}
+		}
+	}
+	if r.Src.IsValid() && r.Src.Is4() != r.Dst.Addr().Is4() {
+		d.rep.errorf(c.Pos, c.Keyword, "route src %s is not of the family of its destination %s: netlink refuses it", r.Src, r.Dst)
+		return r, false
+	}
+	if r.Via.IsValid() && r.Via.Is4() && r.Dst.Addr().Is6() {
+		d.rep.errorf(c.Pos, c.Keyword, "an IPv6 route cannot go via the IPv4 address %s: netlink refuses it", r.Via)
 		return r, false
 	}
 	return r, true

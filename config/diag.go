@@ -53,6 +53,10 @@ type Diagnostic struct {
 	// Unsupported marks a valid keepalived feature that directord does not
 	// implement, so callers can count or list them apart from real faults.
 	Unsupported bool `json:"unsupported,omitempty"`
+	// Lenient marks a fault that keepalived 2.2.7 runs past (it ignores
+	// the keyword, value or object, or adjusts it) and directord too: a
+	// warning, or an error under Options.Strict.
+	Lenient bool `json:"lenient,omitempty"`
 }
 
 func (d Diagnostic) String() string {
@@ -143,6 +147,8 @@ func (ds Diagnostics) sortStable(fileOrder map[string]int) {
 type reporter struct {
 	diags Diagnostics
 	seen  map[Diagnostic]bool
+	// strict turns lenient faults into errors (--strict).
+	strict bool
 }
 
 func (r *reporter) add(d Diagnostic) {
@@ -162,6 +168,21 @@ func (r *reporter) errorf(pos Pos, keyword, format string, args ...any) {
 
 func (r *reporter) warnf(pos Pos, keyword, format string, args ...any) {
 	r.add(Diagnostic{Pos: pos, Severity: Warning, Keyword: keyword, Message: fmt.Sprintf(format, args...)})
+}
+
+// StrictSuffix ends the message of a lenient fault refused under strict.
+const StrictSuffix = " (refused: --strict)"
+
+// lenient reports a fault that keepalived runs past, ignoring or adjusting
+// what the message names: a warning that says so, or under strict an error.
+// The message says what is done ("ignored, as keepalived does").
+func (r *reporter) lenient(pos Pos, keyword, format string, args ...any) {
+	d := Diagnostic{Pos: pos, Severity: Warning, Keyword: keyword, Message: fmt.Sprintf(format, args...), Lenient: true}
+	if r.strict {
+		d.Severity = Error
+		d.Message += StrictSuffix
+	}
+	r.add(d)
 }
 
 func (r *reporter) unsupported(pos Pos, keyword, detail string) {

@@ -25,17 +25,36 @@ func TestDiagnostics(t *testing.T) {
 	}{
 		// One fault, one message.
 		{"unknown keyword with did-you-mean", vi(" priorty 100"),
-			"/k.conf:4: error: priorty: unknown keyword in vrrp_instance; did you mean \"priority\"?"},
+			"/k.conf:4: warning: priorty: unknown keyword in vrrp_instance, ignored as keepalived does; did you mean \"priority\"?"},
 		{"unknown block skipped whole", vi(" virtual_ipadress {\n  10.0.0.1\n  10.0.0.2 dev eth0\n  nested {\n   x\n  }\n }\n priority 50"),
-			"/k.conf:4: error: virtual_ipadress: unknown keyword in vrrp_instance; did you mean \"virtual_ipaddress\"?"},
+			"/k.conf:4: error: virtual_ipadress: unknown keyword in vrrp_instance; did you mean \"virtual_ipaddress\"? (keepalived would read its block's lines as keywords of vrrp_instance, and its } would end vrrp_instance early)"},
 		{"keyword in the wrong block", vsrv(" virtual_router_id 5"),
-			"/k.conf:3: error: virtual_router_id: unknown keyword in virtual_server; it belongs in vrrp_instance"},
+			"/k.conf:3: warning: virtual_router_id: unknown keyword in virtual_server, ignored as keepalived does; it belongs in vrrp_instance"},
+		{"unknown top-level block holding a top-level keyword", "local_address_group g {\n 10.0.0.1\n use_pid_dir\n}\n",
+			"/k.conf:1: error: local_address_group: unknown keyword in the top level (keepalived would read its block's lines as top-level keywords, and run use_pid_dir at /k.conf:3)"},
+		{"unknown top-level block of addresses", "local_address_group laddr_g1 {\n 192.168.1.165\n}\n",
+			"/k.conf:1: warning: local_address_group: unknown keyword in the top level, ignored as keepalived does"},
+		{"same VIP on two devices", vi(" virtual_ipaddress_excluded {\n  10.0.0.1/24 dev eth1\n }") +
+			"vrrp_instance VI_2 {\n interface eth0\n virtual_router_id 2\n virtual_ipaddress_excluded {\n  10.0.0.1/24 dev eth2\n }\n}\n", ""},
+		{"sync group of absent instances removed", "vrrp_sync_group G {\n group {\n  VI_8\n  VI_9\n }\n}\n",
+			"/k.conf:1: warning: vrrp_sync_group: G: none of its instances exists: the group is removed, as keepalived does\n" +
+				"/k.conf:3: warning: vrrp_sync_group: G: no vrrp_instance VI_8 is defined, ignored as keepalived does\n" +
+				"/k.conf:4: warning: vrrp_sync_group: G: no vrrp_instance VI_9 is defined, ignored as keepalived does"},
+		{"garp interval 0 ignored", "global_defs {\n vrrp_garp_interval 0\n}\n",
+			"/k.conf:2: warning: vrrp_garp_interval: \"0\" is not a time in seconds from 0.000001 to 4294: ignored, as keepalived does"},
+		{"persistence_timeout 0 ignored", vsrv(" persistence_timeout 0"),
+			"/k.conf:3: warning: persistence_timeout: \"0\" is not an integer from 1 to 2678400: ignored, as keepalived does"},
+		{"AH clears state MASTER", vi(" state MASTER\n priority 50\n authentication {\n  auth_type AH\n  auth_pass x\n }"),
+			"/k.conf:4: warning: state: VI_1: state MASTER does not go with AH authentication: BACKUP, as keepalived does"},
+		{"fwmark DR real server port cleared", "virtual_server fwmark 7 {\n lvs_method DR\n real_server 10.0.0.2 53 {\n }\n}\n",
+			"/k.conf:3: warning: real_server: DR of a fwmark virtual server has no port: 53 cleared, as keepalived does (its checkers keep it)"},
+		{"fwmark NAT real server keeps its port", "virtual_server fwmark 7 {\n lvs_method NAT\n real_server 10.0.0.2 53 {\n }\n}\n", ""},
 		{"unknown top-level keyword", "vrrp_instanse VI_1 {\n priority 1\n}\n",
-			"/k.conf:1: error: vrrp_instanse: unknown keyword in the top level; did you mean \"vrrp_instance\"?"},
+			"/k.conf:1: warning: vrrp_instanse: unknown keyword in the top level, ignored as keepalived does; did you mean \"vrrp_instance\"?"},
 		{"case typo", "Global_defs {\n}\n",
-			"/k.conf:1: error: Global_defs: unknown keyword in the top level; did you mean \"global_defs\"?"},
+			"/k.conf:1: warning: Global_defs: unknown keyword in the top level, ignored as keepalived does; did you mean \"global_defs\"?"},
 		{"nonsense keyword", vi(" xyzzy"),
-			"/k.conf:4: error: xyzzy: unknown keyword in vrrp_instance"},
+			"/k.conf:4: warning: xyzzy: unknown keyword in vrrp_instance, ignored as keepalived does"},
 		{"unsupported feature, not a typo", vi(" use_vmac"),
 			"/k.conf:4: warning: use_vmac: not supported by directord (directord moves addresses on the instance's interface)"},
 		{"unsupported checker skipped whole", vsrv(" real_server 10.0.0.2 80 {\n  SMTP_CHECK {\n   helo_name x\n   host {\n    connect_ip 1.2.3.4\n   }\n  }\n }"),
@@ -77,7 +96,7 @@ func TestDiagnostics(t *testing.T) {
 		{"state MASTER without priority", vi(" state MASTER"),
 			"/k.conf:1: warning: vrrp_instance: VI_1: state MASTER without a priority: priority 255 (address owner), as keepalived does"},
 		{"bad state", vi(" state master"),
-			"/k.conf:4: error: state: \"master\" is not MASTER or BACKUP"},
+			"/k.conf:4: warning: state: \"master\" is not MASTER or BACKUP: BACKUP, as keepalived does"},
 		{"advert_int v2 whole seconds", vi(" advert_int 1.5"),
 			"/k.conf:4: warning: advert_int: VRRPv2 counts whole seconds: 1.5 read as 2"},
 		{"advert_int v3 limit", vi(" version 3\n advert_int 41\n virtual_ipaddress {\n  10.0.0.1\n }"),
@@ -88,7 +107,7 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:4: warning: version: VI_1: IPv6 needs VRRPv3; version 3 is used"},
 		{"IPv6 takes v3 silently", vi(" virtual_ipaddress {\n  2001:db8::1\n }"), ""},
 		{"mixed families", vi(" virtual_ipaddress {\n  10.0.0.1\n  2001:db8::1\n }"),
-			"/k.conf:6: error: 2001:db8::1: virtual_ipaddress: every address of VI_1 must be of one family (put other families in virtual_ipaddress_excluded)"},
+			"/k.conf:6: warning: 2001:db8::1: virtual_ipaddress: not of the family of VI_1's first address, ignored as keepalived does (put other families in virtual_ipaddress_excluded)"},
 		{"duplicate VRID on an interface", vi("") + "vrrp_instance VI_2 {\n interface eth0\n virtual_router_id 1\n}\n",
 			"/k.conf:6: error: virtual_router_id: VI_2 uses VRID 1 on eth0, as VI_1 does at /k.conf:1"},
 		{"same VRID, other family or interface", vi("") +
@@ -96,7 +115,7 @@ func TestDiagnostics(t *testing.T) {
 			"vrrp_instance VI_3 {\n interface eth0\n virtual_router_id 1\n version 3\n virtual_ipaddress {\n  2001:db8::1\n }\n}\n", ""},
 		{"duplicate VIP across instances", vi(" virtual_ipaddress {\n  10.0.0.1\n }") +
 			"vrrp_instance VI_2 {\n interface eth0\n virtual_router_id 2\n virtual_ipaddress {\n  10.0.0.1/24\n }\n}\n",
-			"/k.conf:12: error: 10.0.0.1: virtual address 10.0.0.1 is already used by VI_1 at /k.conf:5"},
+			"/k.conf:12: warning: 10.0.0.1: virtual address 10.0.0.1 on eth0 is also moved by VI_1 at /k.conf:5: whichever leaves master first removes it from the other, as in keepalived"},
 		{"duplicate VIP in one instance", vi(" virtual_ipaddress {\n  10.0.0.1\n  10.0.0.1 label eth0:1\n }"),
 			"/k.conf:6: warning: 10.0.0.1: virtual address 10.0.0.1 is already listed at /k.conf:5: this line is ignored"},
 		{"too many VIPs for an advert", vi(" virtual_ipaddress {\n  ~SEQ(i, 0, 255) 10.0.0.$i\n }"),
@@ -111,6 +130,11 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:5: error: 10.0.0.1: brd \"+\" is not an IPv4 address, - or + (which need a prefix of /30 or shorter)"},
 		{"route without destination", vi(" virtual_routes {\n  via 10.0.0.1 dev eth0\n }"),
 			"/k.conf:5: error: via: route has no destination"},
+		{"default route family from its gateway", vi(" virtual_routes {\n  default via 2001:db8::1 dev eth0\n  default src 10.0.0.1\n }"), ""},
+		{"route src of another family", vi(" virtual_routes {\n  10.1.0.0/16 src 2001:db8::1\n }"),
+			"/k.conf:5: error: 10.1.0.0/16: route src 2001:db8::1 is not of the family of its destination 10.1.0.0/16: netlink refuses it"},
+		{"IPv6 route via IPv4", vi(" virtual_routes {\n  2001:db8::/64 via 10.0.0.1\n }"),
+			"/k.conf:5: error: 2001:db8::/64: an IPv6 route cannot go via the IPv4 address 10.0.0.1: netlink refuses it"},
 		{"route unsupported option", vi(" virtual_routes {\n  10.1.0.0/16 via 10.0.0.1 mtu 1400\n }"),
 			"/k.conf:5: warning: 10.1.0.0/16: not supported by directord (route option mtu is not programmed)"},
 		{"no interface", "vrrp_instance VI_1 {\n virtual_router_id 1\n}\n",
@@ -143,7 +167,8 @@ func TestDiagnostics(t *testing.T) {
 		{"duplicate instance", vi("") + "vrrp_instance VI_1 {\n interface eth1\n virtual_router_id 2\n}\n",
 			"/k.conf:6: error: vrrp_instance: VI_1 is already defined at /k.conf:1"},
 		{"unknown sync group member", vi("") + "vrrp_sync_group G {\n group {\n  VI_1\n  VI_9\n }\n}\n",
-			"/k.conf:9: error: vrrp_sync_group: G: no vrrp_instance VI_9 is defined; did you mean \"VI_1\"?"},
+			"/k.conf:6: warning: vrrp_sync_group: G has only one instance\n" +
+				"/k.conf:9: warning: vrrp_sync_group: G: no vrrp_instance VI_9 is defined, ignored as keepalived does; did you mean \"VI_1\"?"},
 		{"member of two groups", vi("") + "vrrp_instance VI_2 {\n interface eth0\n virtual_router_id 2\n}\n" +
 			"vrrp_sync_group G {\n group {\n  VI_1\n  VI_2\n }\n}\nvrrp_sync_group H {\n group {\n  VI_1\n  VI_2\n }\n}\n",
 			"/k.conf:18: error: vrrp_sync_group: H: instance VI_1 is already in sync group G\n" +
@@ -193,9 +218,9 @@ func TestDiagnostics(t *testing.T) {
 		{"protocol unset", "virtual_server 10.0.0.1 80 {\n}\n",
 			"/k.conf:1: warning: virtual_server: no protocol set: UDP, as keepalived defaults (write protocol TCP for a TCP service)"},
 		{"bad scheduler", vsrv(" lvs_sched rrr"),
-			"/k.conf:3: error: lvs_sched: unknown scheduler \"rrr\"; want one of rr wrr lc wlc lblc sh mh dh fo ovf lblcr sed nq twos"},
+			"/k.conf:3: warning: lvs_sched: unknown scheduler \"rrr\", ignored as keepalived does (want one of rr wrr lc wlc lblc sh mh dh fo ovf lblcr sed nq twos)"},
 		{"bad method", vsrv(" lvs_method dr"),
-			"/k.conf:3: error: lvs_method: \"dr\" is not NAT, DR or TUN; did you mean \"DR\"?"},
+			"/k.conf:3: warning: lvs_method: \"dr\" is not NAT, DR or TUN, ignored as keepalived does; did you mean \"DR\"?"},
 		{"gue without port", vsrv(" lvs_method TUN type gue"),
 			"/k.conf:3: error: lvs_method: a gue tunnel needs a port"},
 		{"bad protocol", vsrv(" protocol ICMP"),
@@ -250,7 +275,7 @@ func TestDiagnostics(t *testing.T) {
 		{"misc without path", vsrv(" real_server 10.0.0.2 80 {\n  MISC_CHECK {\n   misc_timeout 3\n  }\n }"),
 			"/k.conf:4: error: MISC_CHECK: has no misc_path"},
 		{"connection option in MISC_CHECK", vsrv(" real_server 10.0.0.2 80 {\n  MISC_CHECK {\n   misc_path /bin/true\n   connect_port 80\n  }\n }"),
-			"/k.conf:6: error: connect_port: unknown keyword in MISC_CHECK; it belongs in HTTP_GET/SSL_GET"},
+			"/k.conf:6: warning: connect_port: unknown keyword in MISC_CHECK, ignored as keepalived does; it belongs in HTTP_GET/SSL_GET"},
 		{"bad http_protocol", vsrv(" real_server 10.0.0.2 80 {\n  HTTP_GET {\n   url {\n    path /\n   }\n   http_protocol 2\n  }\n }"),
 			"/k.conf:8: error: http_protocol: \"2\" is not 1.0, 1.0C or 1.1"},
 		{"sorry_server_inhibit order", vsrv(" sorry_server_inhibit"),
@@ -264,6 +289,18 @@ func TestDiagnostics(t *testing.T) {
 			got := strings.TrimSpace(diags.String())
 			if got != tt.want {
 				t.Errorf("config:\n%s\ngot:\n%s\nwant:\n%s", tt.conf, got, tt.want)
+			}
+			// --strict turns exactly the lenient warnings into errors.
+			want := append(Diagnostics(nil), diags...)
+			for i := range want {
+				if want[i].Lenient {
+					want[i].Severity = Error
+					want[i].Message += StrictSuffix
+				}
+			}
+			_, strict := Parse("/k.conf", tt.conf, nil, Options{Strict: true})
+			if got, want := strict.String(), want.String(); got != want {
+				t.Errorf("config:\n%s\nstrict:\n%s\nwant:\n%s", tt.conf, got, want)
 			}
 		})
 	}

@@ -30,7 +30,8 @@ For each block: the keywords directord reads as keepalived does, those it
 reads but runs differently (with what differs), and the keepalived keywords
 it recognises but does not implement. Those are reported once each, as
 "not supported by directord", and ignored with everything inside their
-block; any other unknown keyword is an error with a did-you-mean. See
+block; any other unknown keyword is ignored with a warning and a
+did-you-mean, as keepalived ignores it (an error under --strict). See
 configuration.md for the language and for where directord differs from
 keepalived. Keywords marked † are directord extensions, which keepalived
 does not read.

@@ -14,6 +14,10 @@ type Options struct {
 	Hostname string
 	// FS reads the files; nil means the host's.
 	FS FileSystem
+	// Strict refuses what keepalived 2.2.7 runs past (an unknown keyword,
+	// a value out of range that it ignores, an unknown state it reads as
+	// BACKUP, ...): those are errors instead of warnings.
+	Strict bool
 
 	limits *limits // tests and fuzzing shrink these
 }
@@ -42,7 +46,7 @@ func Load(path string, opts Options) (*Config, Diagnostics) {
 	if opts.limits != nil {
 		lim = *opts.limits
 	}
-	rep := &reporter{}
+	rep := &reporter{strict: opts.Strict}
 	r := newReader(opts.FS, opts.ConfigID, rep, lim)
 	tb := newTreeBuilder(rep)
 	r.emit = tb.line

@@ -13,6 +13,9 @@ import (
 	"unsafe"
 )
 
+// byteOrderMark is U+FEFF in UTF-8.
+const byteOrderMark = "\ufeff"
+
 // token is one word of a logical line.
 type token struct {
 	text string
@@ -146,6 +149,16 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 	// The file's words are slices of its text, kept by the model; the bytes
 	// are never written again, so they need not be copied.
 	text := unsafe.String(unsafe.SliceData(data), len(data))
+	if rest, ok := strings.CutPrefix(text, byteOrderMark); ok {
+		// Editors on Windows write one; keepalived reads it as part of the
+		// first word, which it then does not know, and skips that keyword.
+		text = rest
+		first, _, _ := strings.Cut(strings.TrimLeft(text, " \t\r\n"), "\n")
+		if f := strings.Fields(first); len(f) > 0 {
+			first = f[0]
+		}
+		r.rep.lenient(Pos{File: name, Line: 1}, "", "the file starts with a UTF-8 byte-order mark: skipped (keepalived 2.2.7 reads it as part of the first word, %q, and ignores that as an unknown keyword)", first)
+	}
 	lineNo := 0
 	var parts []string
 	for len(text) > 0 && !r.full {

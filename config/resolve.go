@@ -34,6 +34,7 @@ func (d *decoder) resolve() {
 	for _, in := range d.cfg.Instances {
 		d.resolveInstance(in)
 	}
+	d.pruneSyncGroups()
 	d.resolveTracking()
 	if sd := g.SyncDaemon; sd != nil && sd.SyncID < 0 {
 		sd.SyncID = 0
@@ -46,6 +47,41 @@ func (d *decoder) resolve() {
 	for _, vs := range d.cfg.VirtualServers {
 		d.resolveVS(vs)
 	}
+}
+
+// pruneSyncGroups drops the members of sync groups that name no instance,
+// and groups left with none, as keepalived 2.2.7 does ("Virtual router
+// VI_IPV4 specified in sync group EXAMPLE_GROUP doesn't exist - ignoring",
+// "no matching virtual router found in group declaration - removing"). A
+// member whose instance had an error of its own is kept: that error stops
+// the configuration already.
+func (d *decoder) pruneSyncGroups() {
+	names := map[string]bool{}
+	var list []string
+	for _, in := range d.cfg.Instances {
+		names[in.Name] = true
+		list = append(list, in.Name)
+	}
+	groups := d.cfg.SyncGroups[:0]
+	for _, g := range d.cfg.SyncGroups {
+		var members []string
+		var pos []Pos
+		for i, m := range g.Members {
+			if !names[m] && !d.isDeclared("vrrp_instance", m) {
+				d.rep.lenient(g.memberPos[i], "vrrp_sync_group", "%s: no vrrp_instance %s is defined, ignored as keepalived does%s", g.Name, m, didYouMean(m, list))
+				continue
+			}
+			members = append(members, m)
+			pos = append(pos, g.memberPos[i])
+		}
+		if len(g.Members) > 0 && len(members) == 0 {
+			d.rep.lenient(g.Pos, "vrrp_sync_group", "%s: none of its instances exists: the group is removed, as keepalived does", g.Name)
+			continue
+		}
+		g.Members, g.memberPos = members, pos
+		groups = append(groups, g)
+	}
+	d.cfg.SyncGroups = groups
 }
 
 func (d *decoder) resolveInstance(in *Instance) {
@@ -63,6 +99,17 @@ func (d *decoder) resolveInstance(in *Instance) {
 	default:
 		in.Family = "inet"
 	}
+	// keepalived 2.2.7 drops an address of another family: "(VI_1):
+	// address family must match VRRP instance [2001:db8::15/64] - ignoring".
+	kept := in.VIPs[:0]
+	for _, v := range in.VIPs {
+		if family(v.Prefix.Addr()) != in.Family {
+			d.rep.lenient(v.Pos, v.Prefix.Addr().String(), "virtual_ipaddress: not of the family of %s's first address, ignored as keepalived does (put other families in virtual_ipaddress_excluded)", in.Name)
+			continue
+		}
+		kept = append(kept, v)
+	}
+	in.VIPs = kept
 	if in.Version < 0 {
 		in.Version = g.VRRPVersion
 	}
@@ -123,6 +170,11 @@ func (d *decoder) resolveInstance(in *Instance) {
 			in.Auth = nil
 		case in.Auth.Type == "AH" && in.Family == "inet6":
 			d.rep.errorf(posOf(in.set, "authentication", in.Pos), "authentication", "AH is not available with IPv6")
+		case in.Auth.Type == "AH" && in.State == "MASTER":
+			// keepalived 2.2.7: "Initial state master is incompatible
+			// with AH authentication - clearing" (Neutron's L3 HA).
+			d.rep.lenient(posOf(in.set, "state", in.Pos), "state", "%s: state MASTER does not go with AH authentication: BACKUP, as keepalived does", in.Name)
+			in.State = "BACKUP"
 		}
 	}
 	def := func(v *time.Duration, global time.Duration) {
@@ -415,6 +467,18 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 	}
 	if rs.Addr.Port() == 0 && vs.Addr.Port() != 0 {
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
+	}
+	if rs.Method.Kind != "NAT" && vs.FWMark != 0 && rs.Addr.Port() != 0 {
+		// keepalived 2.2.7: "fwmark virtual server FWM 111, real server
+		// [192.0.2.31]:none:53 has port specified - clearing". Its checkers
+		// were made from the address before, so they keep the port.
+		d.rep.warnf(rs.Pos, "real_server", "%s of a fwmark virtual server has no port: %d cleared, as keepalived does (its checkers keep it)", rs.Method.Kind, rs.Addr.Port())
+		for _, c := range rs.Checkers {
+			if c.ConnectPort == 0 {
+				c.ConnectPort = rs.Addr.Port()
+			}
+		}
+		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), 0)
 	}
 	if rs.Method.Kind != "NAT" && vs.Addr.IsValid() && rs.Addr.Port() != vs.Addr.Port() {
 		d.rep.warnf(rs.Pos, "real_server", "%s cannot change the port: port %d used, not %d, as keepalived does", rs.Method.Kind, vs.Addr.Port(), rs.Addr.Port())

@@ -48,7 +48,7 @@ func (d *decoder) validateVRRP() {
 		mcast         netip.Addr
 	}
 	vrids := map[vridKey]*Instance{}
-	vips := map[netip.Addr]vipOwner{}
+	vips := map[vipKey]vipOwner{}
 	for _, in := range cfg.Instances {
 		if _, given := in.set["virtual_router_id"]; !given {
 			d.rep.errorf(in.Pos, "vrrp_instance", "%s has no virtual_router_id", in.Name)
@@ -56,11 +56,6 @@ func (d *decoder) validateVRRP() {
 		unicast := len(in.UnicastPeers) > 0
 		if in.Interface == "" && !unicast {
 			d.rep.errorf(in.Pos, "vrrp_instance", "%s has no interface (only a unicast instance may omit it)", in.Name)
-		}
-		for _, v := range in.VIPs {
-			if family(v.Prefix.Addr()) != in.Family {
-				d.rep.errorf(v.Pos, v.Prefix.Addr().String(), "virtual_ipaddress: every address of %s must be of one family (put other families in virtual_ipaddress_excluded)", in.Name)
-			}
 		}
 		in.VIPs = d.uniqueVIPs(in, in.VIPs, vips)
 		in.ExcludedVIPs = d.uniqueVIPs(in, in.ExcludedVIPs, vips)
@@ -101,9 +96,8 @@ func (d *decoder) validateVRRP() {
 			d.rep.warnf(g.Pos, "vrrp_sync_group", "%s has only one instance", g.Name)
 		}
 		for i, m := range g.Members {
-			if _, ok := instances[m]; !ok && !d.isDeclared("vrrp_instance", m) {
-				d.rep.errorf(g.memberPos[i], "vrrp_sync_group", "%s: no vrrp_instance %s is defined%s", g.Name, m, didYouMean(m, keys(instances)))
-				continue
+			if _, ok := instances[m]; !ok {
+				continue // pruneSyncGroups kept it: its instance had an error
 			}
 			if prev, ok := member[m]; ok {
 				d.rep.errorf(g.memberPos[i], "vrrp_sync_group", "%s: instance %s is already in sync group %s", g.Name, m, prev.Name)
@@ -119,22 +113,37 @@ func (d *decoder) validateVRRP() {
 	}
 }
 
-// uniqueVIPs drops an address listed twice in one instance (keepalived's
-// own sample does this) with a warning, and reports an address that another
-// instance already moves: two instances would fight over it.
-func (d *decoder) uniqueVIPs(in *Instance, list []VIP, owners map[netip.Addr]vipOwner) []VIP {
+// vipKey is an address as the kernel knows it: on one device. The same
+// address on two devices is two addresses (Neutron's L3 HA routers list one
+// subnet's address on the device of each router).
+type vipKey struct {
+	addr netip.Addr
+	dev  string
+}
+
+// uniqueVIPs drops an address listed twice on one device in one instance
+// (keepalived's own sample does this) with a warning, and reports an
+// address that another instance also moves on the same device: keepalived
+// runs both, and the first instance to leave master removes the address
+// from under the other; directord does the same, with a warning (an error
+// under --strict).
+func (d *decoder) uniqueVIPs(in *Instance, list []VIP, owners map[vipKey]vipOwner) []VIP {
 	out := list[:0]
 	for _, v := range list {
 		a := v.Prefix.Addr()
-		if prev, ok := owners[a]; ok {
+		k := vipKey{a, v.Dev}
+		if k.dev == "" {
+			k.dev = in.Interface
+		}
+		if prev, ok := owners[k]; ok {
 			if prev.instance == in {
 				d.rep.warnf(v.Pos, a.String(), "virtual address %s is already listed at %s: this line is ignored", a, prev.pos)
-			} else {
-				d.rep.errorf(v.Pos, a.String(), "virtual address %s is already used by %s at %s", a, prev.instance.Name, prev.pos)
+				continue
 			}
-			continue
+			d.rep.lenient(v.Pos, a.String(), "virtual address %s on %s is also moved by %s at %s: whichever leaves master first removes it from the other, as in keepalived", a, k.dev, prev.instance.Name, prev.pos)
+		} else {
+			owners[k] = vipOwner{in, v.Pos}
 		}
-		owners[a] = vipOwner{in, v.Pos}
 		out = append(out, v)
 	}
 	return out

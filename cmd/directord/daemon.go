@@ -477,11 +477,17 @@ func (d *daemon) reload() error {
 
 func (d *daemon) reloadLocked() error {
 	log := d.log
-	cfg, diags := config.Load(d.o.file, config.Options{ConfigID: d.o.configID})
+	cfg, diags := config.Load(d.o.file, config.Options{ConfigID: d.o.configID, Strict: d.o.strict})
 	var msgs []string
-	for _, e := range diags.Errors() {
-		log.Error("configuration", "at", e.Pos.String(), "err", e.Message)
-		msgs = append(msgs, e.String())
+	for _, e := range diags {
+		switch {
+		case e.Severity == config.Error:
+			log.Error("configuration", "at", e.Pos.String(), "keyword", e.Keyword, "err", e.Message)
+			msgs = append(msgs, e.String())
+		case e.Lenient:
+			// What keepalived runs past, directord too: said at each load.
+			log.Warn("configuration", "at", e.Pos.String(), "keyword", e.Keyword, "warning", e.Message)
+		}
 	}
 	if len(msgs) > 0 || unreadable(diags, d.o.file) {
 		if len(msgs) == 0 {

@@ -11,6 +11,7 @@ import (
 type options struct {
 	file       string // -f, --use-file
 	configTest bool   // -t, --config-test
+	strict     bool   // --strict: refuse what keepalived runs past
 	dumpConfig bool   // --dump-config
 	dontFork   bool   // -n, --dont-fork
 	logConsole bool   // -l, --log-console
@@ -48,6 +49,7 @@ func strFlag(f func(o *options) *string) func(*options, string) error {
 var flagSpecs = []flagSpec{
 	{'f', "use-file", true, strFlag(func(o *options) *string { return &o.file })},
 	{'t', "config-test", false, boolFlag(func(o *options) *bool { return &o.configTest })},
+	{0, "strict", false, boolFlag(func(o *options) *bool { return &o.strict })},
 	{0, "dump-config", false, boolFlag(func(o *options) *bool { return &o.dumpConfig })},
 	{'n', "dont-fork", false, boolFlag(func(o *options) *bool { return &o.dontFork })},
 	{'l', "log-console", false, boolFlag(func(o *options) *bool { return &o.logConsole })},
@@ -155,6 +157,8 @@ func findShort(c byte) *flagSpec {
 const usage = `Usage: directord [OPTION...]
   -f, --use-file=FILE       configuration file (default /etc/keepalived/keepalived.conf)
   -t, --config-test         check the configuration and exit (exit 0: good, 4: unreadable, 5: errors)
+      --strict              refuse what keepalived ignores or adjusts and runs past
+                            (an unknown keyword, a value out of range, ...)
       --dump-config         print the resolved configuration as JSON and exit
   -i, --config-id=ID        select @ID conditional lines (default: host name up to its first dot)
   -n, --dont-fork           stay in the foreground (directord always does)

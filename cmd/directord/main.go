@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "directord: DIRECTORD_CPUPROFILE: %v\n", err)
 		}
 	}
-	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID})
+	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID, Strict: o.strict})
 	for _, d := range diags {
 		fmt.Fprintln(stderr, d.String())
 	}

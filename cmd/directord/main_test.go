@@ -86,6 +86,9 @@ virtual_server 192.0.2.1 443 {
 func TestConfigTestExitCodes(t *testing.T) {
 	good := writeConf(t, goodConf)
 	bad := writeConf(t, strings.Replace(goodConf, "virtual_router_id 7", "virtual_router_id 300", 1))
+	// keepalived runs past an unknown state (BACKUP): so does directord,
+	// unless --strict.
+	lenient := writeConf(t, strings.Replace(goodConf, "interface eth0", "interface eth0\n    state SLAVE", 1))
 	tests := []struct {
 		name       string
 		args       []string
@@ -96,6 +99,11 @@ func TestConfigTestExitCodes(t *testing.T) {
 		{"good", []string{"-t", "-f", good}, exitOK, "configuration OK: " + good, ""},
 		{"summary", []string{"-t", "-f", good}, exitOK, "virtual_server TCP 192.0.2.1:443: wlc DR, 1 real servers, 1 checks", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
+		{"lenient", []string{"-t", "-f", lenient}, exitOK, "configuration OK: " + lenient,
+			lenient + ":3: warning: state: \"SLAVE\" is not MASTER or BACKUP: BACKUP, as keepalived does"},
+		{"strict", []string{"--strict", "-t", "-f", lenient}, exitConfigTest, "",
+			lenient + ":3: error: state: \"SLAVE\" is not MASTER or BACKUP: BACKUP, as keepalived does (refused: --strict)"},
+		{"strict, good file", []string{"-t", "--strict", "-f", good}, exitOK, "configuration OK: " + good, ""},
 		{"missing", []string{"-t", "-f", "/nonexistent/k.conf"}, exitConfig, "", "/nonexistent/k.conf: error: cannot read configuration"},
 		{"usage", []string{"-Z"}, exitUsage, "", "unknown option -Z"},
 		{"version", []string{"--version"}, exitOK, "directord ", ""},

@@ -134,7 +134,7 @@ func TestReloadDisturbsNothing(t *testing.T) {
 	}
 	// A bad file: refused, naming its line; the table and the VIP stay.
 	table := ipvsadm(t, lb, "-Sn")
-	write(strings.Replace(changed, "    lb_algo rr\n", "    lb_algo rr\n    lb_kind SIDEWAYS\n", 1))
+	write(strings.Replace(changed, "    lb_algo rr\n", "    lb_algo rr\n    sideways {\n    }\n", 1))
 	st = reload(12, "the bad file")
 	if st.ReloadsFailed != 1 || st.LastReload == nil || st.LastReload.OK || !strings.Contains(st.LastReload.Error, "keepalived.conf:") {
 		t.Errorf("the bad file: %+v", st.LastReload)
