@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -244,10 +245,79 @@ type tlsKey struct {
 type tlsShare struct {
 	configs map[tlsKey]*tls.Config
 	pools   map[string]*x509.CertPool
+	// cert is the global SSL block's certificate and key, offered to
+	// every real server that asks for a client certificate, as
+	// keepalived's one SSL context does.
+	cert *tls.Certificate
 }
 
 func newTLSShare() *tlsShare {
 	return &tlsShare{configs: map[tlsKey]*tls.Config{}, pools: map[string]*x509.CertPool{}}
+}
+
+// ClientCertificate reads the SSL block's certificate (a PEM chain, the
+// client's own first) and key (PEM, decrypted with password if it is
+// encrypted), as keepalived loads them into its SSL context. It returns
+// none, with a warning, where the block has one of the two without the
+// other: keepalived then offers no certificate either. An error names
+// the block's file:line.
+func ClientCertificate(ssl *config.SSL) (cert *tls.Certificate, warning string, err error) {
+	if ssl == nil || ssl.Certificate == "" && ssl.Key == "" {
+		return nil, "", nil
+	}
+	if ssl.Certificate == "" || ssl.Key == "" {
+		return nil, ssl.Pos.String() + ": SSL: certificate and key go together: no client certificate is offered, as keepalived", nil
+	}
+	fail := func(what string, err error) (*tls.Certificate, string, error) {
+		return nil, "", fmt.Errorf("%s: SSL: %s: %w", ssl.Pos, what, err)
+	}
+	certPEM, err := os.ReadFile(ssl.Certificate)
+	if err != nil {
+		return fail("certificate", err)
+	}
+	keyPEM, err := os.ReadFile(ssl.Key)
+	if err != nil {
+		return fail("key", err)
+	}
+	keyPEM, err = decryptKey(keyPEM, ssl.Password)
+	if err != nil {
+		return fail("key "+ssl.Key, err)
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fail("certificate "+ssl.Certificate+" and key "+ssl.Key, err)
+	}
+	return &c, "", nil
+}
+
+// decryptKey is the PEM key file's first private key, decrypted with
+// password where it is encrypted the way OpenSSL's "traditional" format
+// is (Proc-Type: 4,ENCRYPTED). An encrypted PKCS #8 key ("ENCRYPTED
+// PRIVATE KEY") is an error: Go's library cannot decrypt it.
+func decryptKey(keyPEM []byte, password string) ([]byte, error) {
+	rest := keyPEM
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return nil, errors.New("no private key in PEM")
+		}
+		switch {
+		case b.Type == "ENCRYPTED PRIVATE KEY":
+			return nil, errors.New("an encrypted PKCS #8 key is not supported by directord: decrypt it (openssl pkey -in KEY -out PLAIN) or encrypt it in the traditional format (openssl pkey -traditional -aes256)")
+		case !strings.HasSuffix(b.Type, "PRIVATE KEY"):
+			continue
+		case !x509.IsEncryptedPEMBlock(b): //nolint:staticcheck // OpenSSL's traditional encrypted keys, as keepalived reads them
+			return pem.EncodeToMemory(b), nil
+		case password == "":
+			return nil, errors.New("the key is encrypted and the SSL block has no password")
+		}
+		der, err := x509.DecryptPEMBlock(b, []byte(password)) //nolint:staticcheck // as above
+		if err != nil {
+			return nil, err
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: b.Type, Bytes: der}), nil
+	}
 }
 
 // config is the configuration for k: the shared one, or with a nil
@@ -261,6 +331,14 @@ func (s *tlsShare) config(k tlsKey) (*tls.Config, error) {
 		return nil, err
 	}
 	cfg := newTLSConfig(k, pool)
+	if s != nil && s.cert != nil {
+		// Sent whatever the server's request names (its CAs), as
+		// OpenSSL sends its one certificate: Go's own choice among
+		// Certificates would send none to a server whose list of
+		// acceptable CAs does not name the certificate's issuer.
+		cert := s.cert
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
 	if s != nil {
 		s.configs[k] = cfg
 	}
@@ -333,10 +411,17 @@ func newTLSConfig(k tlsKey, pool *x509.CertPool) *tls.Config {
 		// name sent, which is kept apart by target (tlsKey). A check
 		// resumes its last session: no certificate, no signature.
 		ClientSessionCache: &sessions{m: map[string]*tls.ClientSessionState{}},
-		MinVersion:         tls.VersionTLS12,
-		// Classic X25519 as OpenSSL offers it: the post-quantum
-		// hybrid Go prefers costs more than a health check is worth.
-		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+		// TLS 1.2 and 1.3: keepalived's OpenSSL 3 client cannot make a
+		// TLS 1.0 or 1.1 handshake either (their MD5 and SHA-1 signatures
+		// are below its default security level).
+		MinVersion: tls.VersionTLS12,
+		// The groups of OpenSSL's default client that Go has, in its
+		// order, so that a server that allows only P-384 (ssl_ecdh_curve
+		// secp384r1) or P-521 is checked as keepalived checks it (OpenSSL
+		// also has X448 and the finite-field groups, which Go lacks). Not
+		// the post-quantum hybrid Go prefers: it costs more than a health
+		// check is worth, and OpenSSL 3.0 does not offer it.
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP521, tls.CurveP384},
 		Time:             clock.Now, // see clock
 		ServerName:       k.name,
 	}

@@ -47,6 +47,18 @@ const body = "this cache works\n"
 
 func newServer(t *testing.T, tlsOn bool) *testServer {
 	t.Helper()
+	var mod func(*tls.Config)
+	if tlsOn {
+		mod = func(*tls.Config) {}
+	}
+	return newServerWith(t, mod)
+}
+
+// newServerWith is newServer, over TLS with mod's changes to the
+// server's configuration where mod is not nil.
+func newServerWith(t *testing.T, mod func(*tls.Config)) *testServer {
+	t.Helper()
+	tlsOn := mod != nil
 	s := &testServer{closed: make(chan string, 100), accepted: make(chan struct{}, 100), asked: map[string]int{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -101,6 +113,7 @@ func newServer(t *testing.T, tlsOn bool) *testServer {
 			s.mu.Unlock()
 			return nil, nil
 		}}
+		mod(s.TLS)
 		s.StartTLS()
 	} else {
 		s.Start()
