@@ -417,11 +417,18 @@ type Checker struct {
 // HTTPCheck holds what HTTP_GET and SSL_GET add.
 type HTTPCheck struct {
 	URLs []*URL `json:"url"`
-	// VirtualHost is the Host header (and SNI name) unless a URL sets its own.
-	VirtualHost  string `json:"virtualhost,omitempty"`
-	HTTPProtocol string `json:"http_protocol"` // 1.0, 1.0C or 1.1
-	EnableSNI    bool   `json:"enable_sni,omitempty"`
-	FastRecovery bool   `json:"fast_recovery,omitempty"`
+	// VirtualHost is the Host header unless a URL sets its own: the
+	// checker's virtualhost, else the real server's, else the virtual
+	// server's.
+	VirtualHost string `json:"virtualhost,omitempty"`
+	// SNIVirtualHost is the server name enable_sni sends unless a URL
+	// sets its own virtualhost: the checker's virtualhost, else the
+	// virtual server's. Not the real server's, as in keepalived
+	// (check_ssl.c), where the Host header takes it.
+	SNIVirtualHost string `json:"sni_virtualhost,omitempty"`
+	HTTPProtocol   string `json:"http_protocol"` // 1.0, 1.0C or 1.1
+	EnableSNI      bool   `json:"enable_sni,omitempty"`
+	FastRecovery   bool   `json:"fast_recovery,omitempty"`
 	// SNIName (a directord extension) is the server name sent with
 	// enable_sni, instead of the virtual host.
 	SNIName string `json:"sni_name,omitempty"`

@@ -2,6 +2,7 @@ package healthcheck
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/md5"
 	crand "crypto/rand"
@@ -16,7 +17,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -164,10 +164,14 @@ const maxBody = 16 << 20
 // connection for the next ones, up to that age.
 type HTTP struct {
 	Target Target
-	TLS    *tls.Config // nil for HTTP_GET
+	TLS    *tls.Config // the first URL's; nil for HTTP_GET
 	URLs   []*config.URL
+	// tlsURL is each URL's TLS configuration (SSL_GET): the server
+	// name sent may be the URL's own virtualhost.
+	tlsURL []*tls.Config
 	Host   string        // the Host header unless a URL has its own virtualhost
 	proto  string        // HTTP/1.0, or HTTP/1.1 with http_protocol 1.1
+	close  bool          // ask for Connection: close (http_protocol 1.0C and 1.1)
 	reuse  time.Duration // reuse_connection: 0 for a connection per URL and probe
 	kept   *kept         // the connection the last passing probe kept; probes of a check run one at a time
 	probes uint64        // probes so far, to tell a connection idle since an earlier probe
@@ -193,34 +197,64 @@ func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share *tlsShar
 		p.Host = rs.VirtualHost
 	}
 	if c.Type == "SSL_GET" {
-		k := tlsKey{verify: h.VerifyCertificate, dev: t.Dev, mark: t.Mark, from: t.Bind.Addr()}
-		name := h.SNIName
-		if name == "" {
-			name = p.Host
+		if share == nil {
+			// The prober's own, so that its URLs of one server name
+			// share a configuration (and a kept connection).
+			share = newTLSShare()
 		}
-		if h.EnableSNI || h.VerifyCertificate {
-			k.name = name
-			// TLS keeps a session by server name where there is one,
-			// else by address: one per target either way.
-			k.target = t.Addr
-		}
-		if h.VerifyCertificate {
-			if name == "" {
-				return nil, errors.New("verify_certificate needs a server name: sni_name or virtualhost")
+		for _, u := range h.URLs {
+			k := tlsKey{verify: h.VerifyCertificate, dev: t.Dev, mark: t.Mark, from: t.Bind.Addr()}
+			name, err := serverName(h, u, p.Host)
+			if err != nil {
+				return nil, err
 			}
-			k.ca = ca
+			if name != "" {
+				k.name = name
+				// TLS keeps a session by server name where there is one,
+				// else by address: one per target either way.
+				k.target = t.Addr
+			}
+			if h.VerifyCertificate {
+				k.ca = ca
+			}
+			cfg, err := share.config(k)
+			if err != nil {
+				return nil, err
+			}
+			p.tlsURL = append(p.tlsURL, cfg)
 		}
-		cfg, err := share.config(k)
-		if err != nil {
-			return nil, err
+		if len(p.tlsURL) > 0 {
+			p.TLS = p.tlsURL[0]
 		}
-		p.TLS = cfg
 	}
 	p.proto = "HTTP/1.0"
 	if h.HTTPProtocol == "1.1" {
 		p.proto = "HTTP/1.1"
 	}
+	p.close = h.HTTPProtocol == "1.1" || h.HTTPProtocol == "1.0C"
 	return p, nil
+}
+
+// serverName is the name an SSL_GET checker's TLS client gives for u:
+// with enable_sni, the name it sends, as keepalived's ssl_connect picks
+// it (the URL's virtualhost, else the checker's, else the virtual
+// server's: not the real server's, which only the Host header takes),
+// unless sni_name (a directord extension) names it; with
+// verify_certificate (a directord extension) the name the certificate
+// must be valid for, which Go then sends too: the same, else sni_name,
+// else the Host header's virtual host (host). "" for none.
+func serverName(h *config.HTTPCheck, u *config.URL, host string) (string, error) {
+	name := ""
+	if h.EnableSNI {
+		name = cmp.Or(h.SNIName, u.VirtualHost, h.SNIVirtualHost)
+	}
+	if h.VerifyCertificate {
+		name = cmp.Or(name, h.SNIName, u.VirtualHost, host)
+		if name == "" {
+			return "", errors.New("verify_certificate needs a server name: sni_name or virtualhost")
+		}
+	}
+	return name, nil
 }
 
 // tlsKey is what tells SSL_GET checkers' TLS settings apart.
@@ -480,9 +514,9 @@ func (s *sessions) Put(key string, cs *tls.ClientSessionState) {
 // connections opened, left waiting and closed unused on both sides, and
 // it served no check at all (10,000 checks in the benchmark's guest). A
 // check whose last connection failed always connects first.
-func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, error) {
+func (p *HTTP) dial(ctx context.Context, cfg *tls.Config, start, deadline time.Time) (net.Conn, error) {
 	var queued time.Duration
-	early := p.TLS != nil && !p.unreachable && len(handshakes) == cap(handshakes)
+	early := cfg != nil && !p.unreachable && len(handshakes) == cap(handshakes)
 	if early {
 		q, err := p.slot(ctx, start)
 		if err != nil {
@@ -507,7 +541,7 @@ func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, e
 	// Every path below ends in stop(), directly or through closeNow or
 	// the stoppable's Close: ctx is the checks' own, which lives on.
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
-	if p.TLS == nil {
+	if cfg == nil {
 		return &stoppable{raw, stop}, nil
 	}
 	connected := time.Since(start) - queued
@@ -529,7 +563,7 @@ func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, e
 			}
 		}
 	}
-	c := tls.Client(raw, p.TLS)
+	c := tls.Client(raw, cfg)
 	err = c.Handshake()
 	<-handshakes
 	if err != nil {
@@ -625,7 +659,11 @@ func (p *HTTP) probe(ctx context.Context) Result {
 		if i > 0 {
 			from = monoNow()
 		}
-		if r, ok := p.get(ctx, u, start, from.Add(p.Target.Timeout)); !ok {
+		var cfg *tls.Config
+		if p.tlsURL != nil {
+			cfg = p.tlsURL[i]
+		}
+		if r, ok := p.get(ctx, u, cfg, start, from.Add(p.Target.Timeout)); !ok {
 			return r
 		}
 	}
@@ -635,28 +673,15 @@ func (p *HTTP) probe(ctx context.Context) Result {
 // get fetches one URL, which must be done by deadline (connect_timeout
 // from its start): on a connection of its own, or with reuse_connection
 // on the connection an earlier passing probe kept.
-func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time) (Result, bool) {
-	host := u.VirtualHost
-	if host == "" {
-		host = p.Host
-	}
-	if host == "" {
-		host = p.Target.Addr.String()
-	}
-	// A path is sent as written (with its query); a full URL gives its
-	// path and query, and its host when no virtualhost is set.
+func (p *HTTP) get(ctx context.Context, u *config.URL, cfg *tls.Config, start, deadline time.Time) (Result, bool) {
+	// The Host header as keepalived's http_request_thread writes it:
+	// the URL's virtualhost, else the checker's, the real server's or
+	// the virtual server's (p.Host), else the address connected to, with
+	// its port. The path is sent as written: a full URL
+	// (http://www.example.com/health) is the request's target as it is.
+	host := cmp.Or(u.VirtualHost, p.Host, p.Target.Addr.String())
 	path := u.Path
-	if !strings.HasPrefix(path, "/") {
-		pu, err := neturl.Parse(path)
-		if err != nil || pu.Host == "" {
-			return done(Result{Outcome: Down, Reason: fmt.Sprintf("url %q: not a path or a URL", u.Path), Weight: -1}, start), false
-		}
-		path = pu.RequestURI()
-		if u.VirtualHost == "" && p.Host == "" {
-			host = pu.Host
-		}
-	}
-	if k := p.take(ctx, deadline.Add(-p.Target.Timeout)); k != nil {
+	if k := p.take(ctx, cfg, deadline.Add(-p.Target.Timeout)); k != nil {
 		k.conn.SetDeadline(deadline)
 		if ctx.Err() != nil {
 			k.conn.SetDeadline(time.Now()) // the checks are stopping
@@ -678,18 +703,18 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 		// connection, with a connect_timeout of its own.
 		deadline = monoNow().Add(p.Target.Timeout)
 	}
-	return p.fresh(ctx, u, path, host, start, deadline)
+	return p.fresh(ctx, u, cfg, path, host, start, deadline)
 }
 
 // fresh fetches one URL on a connection of its own, opened for it, which
 // it keeps for the next probes if it may (reuse_connection).
-func (p *HTTP) fresh(ctx context.Context, u *config.URL, path, host string, start, deadline time.Time) (Result, bool) {
+func (p *HTTP) fresh(ctx context.Context, u *config.URL, cfg *tls.Config, path, host string, start, deadline time.Time) (Result, bool) {
 	// One request on a connection of its own, written and read here
 	// rather than through net/http's Transport, whose goroutines and
 	// channels per connection cost more than the request when thousands
 	// of checks run.
 	opened := deadline.Add(-p.Target.Timeout)
-	conn, err := p.dial(ctx, opened, deadline)
+	conn, err := p.dial(ctx, cfg, opened, deadline)
 	if err != nil {
 		what := "GET " + path
 		var te *tlsError
@@ -704,7 +729,7 @@ func (p *HTTP) fresh(ctx context.Context, u *config.URL, path, host string, star
 	}
 	res, ok, keep, _ := p.exchange(conn, u, path, host, start)
 	if keep {
-		p.kept = &kept{conn: conn, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
+		p.kept = &kept{conn: conn, tls: cfg, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
 	} else {
 		closeNow(conn)
 	}
@@ -715,6 +740,7 @@ func (p *HTTP) fresh(ctx context.Context, u *config.URL, path, host string, star
 // (reuse_connection), with nothing of it left unread.
 type kept struct {
 	conn  net.Conn
+	tls   *tls.Config     // its TLS configuration: a URL of another server name needs its own
 	until time.Time       // opened + reuse_connection: a new connection after
 	ctx   context.Context // the checks' context its stop watches
 	probe uint64          // the probe that used it last
@@ -725,9 +751,13 @@ type kept struct {
 // was idle: a 408, its close; what is waiting would be taken for the
 // answer), or watches another context: then it is closed. nil without
 // one.
-func (p *HTTP) take(ctx context.Context, now time.Time) *kept {
+func (p *HTTP) take(ctx context.Context, cfg *tls.Config, now time.Time) *kept {
 	k := p.kept
 	p.kept = nil
+	if k != nil && k.tls != cfg {
+		closeNow(k.conn) // another server name
+		return nil
+	}
 	if k == nil || k.probe == p.probes {
 		return k // none, or used by this probe's last URL a moment ago
 	}
@@ -760,6 +790,29 @@ func (p *HTTP) Close() error {
 	return nil
 }
 
+// request is the request for path to host, byte for byte as keepalived
+// sends it (check_http.c's request_template): its User-Agent, then
+// "Connection: close" with http_protocol 1.0C or 1.1 (none with 1.0,
+// where closing is the default), then Host. reuse_connection (a
+// directord extension) asks for "Connection: keep-alive" there instead.
+func (p *HTTP) request(path, host string) []byte {
+	b := make([]byte, 0, 64+len(path)+len(host))
+	b = append(b, "GET "...)
+	b = append(b, path...)
+	b = append(b, ' ')
+	b = append(b, p.proto...)
+	b = append(b, "\r\nUser-Agent: KeepAliveClient\r\n"...)
+	switch {
+	case p.reuse > 0:
+		b = append(b, "Connection: keep-alive\r\n"...)
+	case p.close:
+		b = append(b, "Connection: close\r\n"...)
+	}
+	b = append(b, "Host: "...)
+	b = append(b, host...)
+	return append(b, "\r\n\r\n"...)
+}
+
 // exchange sends the request for path on conn and judges the answer.
 // broken says the connection failed (nothing, or not all, of an answer
 // came: res says why); keep that conn may carry the next request (a
@@ -776,12 +829,7 @@ func (p *HTTP) exchange(conn net.Conn, u *config.URL, path, host string, start t
 		br.Reset(nil)
 		readers.Put(br)
 	}()
-	connection := "close"
-	if p.reuse > 0 {
-		connection = "keep-alive"
-	}
-	if _, err := fmt.Fprintf(conn, "GET %s %s\r\nHost: %s\r\nUser-Agent: directord-healthcheck\r\nConnection: %s\r\n\r\n",
-		path, p.proto, host, connection); err != nil {
+	if _, err := conn.Write(p.request(path, host)); err != nil {
 		return failure(start, "GET "+path, err), false, false, true
 	}
 	resp, err := http.ReadResponse(br, nil)
