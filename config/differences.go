@@ -12,6 +12,11 @@ var Differences = map[string]map[string]string{
 		"url":           "a checker without url is an error; keepalived drops the checker silently, so the real server is never checked",
 		"fast_recovery": "read, no effect: every URL is fetched at each probe",
 	},
+	"url": {
+		"regex":         "Go's syntax (RE2): no backreferences, lookahead or lookbehind (an error for -t); $ matches at the very end only, as with PCRE2's dollar_endonly; matched against the whole answer (up to 16 MiB) at once, where keepalived matches it 4 KB at a time",
+		"regex_options": "extended, ucp, allow_empty_class, alt_bsux, alt_circumflex and alt_verbnames are errors: Go's syntax has no such modes",
+		"regex_stack":   "read, no effect: Go's regular expressions need no stack",
+	},
 	"vrrp_sync_group": {
 		"group": "members named without group { } are read as members, with a warning; keepalived reports an unknown keyword",
 	},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"regexp"
 	"time"
 )
 
@@ -451,6 +452,24 @@ type URL struct {
 	Digest      string        `json:"digest,omitempty"`
 	StatusCodes []StatusRange `json:"status_code"`
 	VirtualHost string        `json:"virtualhost,omitempty"`
+
+	// Regex is the pattern the answer must match (or, with
+	// RegexNoMatch, must not), as written after keepalived's reading of
+	// its escapes; Regexp is it compiled with RegexOptions, in Go's
+	// syntax (RE2).
+	Regex        string         `json:"regex,omitempty"`
+	Regexp       *regexp.Regexp `json:"-"`
+	RegexNoMatch bool           `json:"regex_no_match,omitempty"`
+	RegexOptions []string       `json:"regex_options,omitempty"`
+	// RegexFirstLine (regex_options firstline): the match starts on the
+	// first line.
+	RegexFirstLine bool `json:"-"`
+	// RegexMinOffset and RegexMaxOffset bound the offset, in the answer,
+	// where a match may start (nil: no bound above).
+	RegexMinOffset int  `json:"regex_min_offset,omitempty"`
+	RegexMaxOffset *int `json:"regex_max_offset,omitempty"`
+
+	regexPos, regexParam Pos // the regex's line; the last regex setting's
 }
 
 // StatusRange is an inclusive range of HTTP status codes.
