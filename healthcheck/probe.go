@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"crypto/md5"
 	crand "crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -38,7 +36,7 @@ type Prober interface {
 type Target struct {
 	Addr    netip.AddrPort // connect_ip/connect_port, else the real server's
 	Bind    netip.AddrPort // bindto/bind_port; zero: the kernel's choice
-	Timeout time.Duration  // connect_timeout: the whole probe's limit
+	Timeout time.Duration  // connect_timeout: each step's limit (TCP_CHECK: the connection's)
 	Mark    uint32         // fwmark: SO_MARK, for policy routing
 	Dev     string         // bind_if: SO_BINDTODEVICE
 }
@@ -153,7 +151,9 @@ func (p *TCP) Probe(ctx context.Context) Result {
 	return done(Result{Outcome: Up, Reason: "connected", Weight: -1}, start)
 }
 
-// maxBody bounds what an HTTP check reads of a body, for its digest.
+// maxBody bounds what an HTTP check reads of a body (keepalived reads
+// to the end, however long): a longer body is judged on what came, and
+// fails its digest (a keepalived digest of more than that cannot match).
 const maxBody = 16 << 20
 
 // HTTP is HTTP_GET and SSL_GET: every URL answers with an accepted status
@@ -670,9 +670,10 @@ func (p *HTTP) probe(ctx context.Context) Result {
 	return done(Result{Outcome: Up, Reason: "all URLs answered", Weight: -1}, start)
 }
 
-// get fetches one URL, which must be done by deadline (connect_timeout
-// from its start): on a connection of its own, or with reuse_connection
-// on the connection an earlier passing probe kept.
+// get fetches one URL, whose connection (and TLS handshake) must be
+// made by deadline (connect_timeout from its start; exchange times the
+// rest): on a connection of its own, or with reuse_connection on the
+// connection an earlier passing probe kept.
 func (p *HTTP) get(ctx context.Context, u *config.URL, cfg *tls.Config, start, deadline time.Time) (Result, bool) {
 	// The Host header as keepalived's http_request_thread writes it:
 	// the URL's virtualhost, else the checker's, the real server's or
@@ -682,12 +683,8 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, cfg *tls.Config, start, d
 	host := cmp.Or(u.VirtualHost, p.Host, p.Target.Addr.String())
 	path := u.Path
 	if k := p.take(ctx, cfg, deadline.Add(-p.Target.Timeout)); k != nil {
-		k.conn.SetDeadline(deadline)
-		if ctx.Err() != nil {
-			k.conn.SetDeadline(time.Now()) // the checks are stopping
-		}
 		idle := k.probe != p.probes // kept by an earlier probe, not by this one's last URL
-		res, ok, keep, broken := p.exchange(k.conn, u, path, host, start)
+		res, ok, keep, broken := p.exchange(ctx, k.conn, u, path, host, start)
 		if keep {
 			k.probe = p.probes
 			p.kept = k
@@ -727,7 +724,7 @@ func (p *HTTP) fresh(ctx context.Context, u *config.URL, cfg *tls.Config, path, 
 		}
 		return r, false
 	}
-	res, ok, keep, _ := p.exchange(conn, u, path, host, start)
+	res, ok, keep, _ := p.exchange(ctx, conn, u, path, host, start)
 	if keep {
 		p.kept = &kept{conn: conn, tls: cfg, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
 	} else {
@@ -813,66 +810,146 @@ func (p *HTTP) request(path, host string) []byte {
 	return append(b, "\r\n\r\n"...)
 }
 
-// exchange sends the request for path on conn and judges the answer.
+// exchange sends the request for path on conn and judges the answer,
+// with keepalived's timing (check_http.c): the request and the first of
+// the answer each within connect_timeout (one from now: writing a
+// request of a few hundred bytes takes no time), then, for HTTP_GET,
+// each read within connect_timeout of the last (http_read_thread), for
+// SSL_GET the rest of the answer within one (ssl_read_thread carries the
+// time left over). The answer is read until the server closes, as
+// keepalived reads it, and judged as keepalived judges it (answer); with
+// reuse_connection, until its end as HTTP/1.1 frames it.
+//
 // broken says the connection failed (nothing, or not all, of an answer
 // came: res says why); keep that conn may carry the next request (a
 // passing answer, wholly read, that lets the connection stay open, with
 // reuse_connection).
-func (p *HTTP) exchange(conn net.Conn, u *config.URL, path, host string, start time.Time) (res Result, ok, keep, broken bool) {
+func (p *HTTP) exchange(ctx context.Context, conn net.Conn, u *config.URL, path, host string, start time.Time) (res Result, ok, keep, broken bool) {
+	setDeadline(ctx, conn, monoNow().Add(p.Target.Timeout), false)
+	if _, err := conn.Write(p.request(path, host)); err != nil {
+		return failure(start, "GET "+path, err), false, false, true
+	}
+	a := newAnswer(u)
+	r := &answerReader{ctx: ctx, conn: conn, a: a, timeout: p.Target.Timeout, perRead: p.tlsURL == nil}
+	if p.reuse > 0 {
+		return p.exchangeKept(r, u, path, start)
+	}
+	buf := buffers.Get().(*[4096]byte)
+	defer buffers.Put(buf)
+	for {
+		_, err := r.Read(buf[:])
+		if err == nil && !a.overflow {
+			continue
+		}
+		if err == nil || errors.Is(err, io.EOF) {
+			break // the end, or as much as directord reads
+		}
+		if res, failed := r.failed(start, path, err); failed {
+			return res, false, false, true
+		}
+		break
+	}
+	if why, pass := a.judge(u); !pass {
+		return done(Result{Outcome: Down, Reason: "GET " + path + ": " + why, Weight: -1}, start), false, false, false
+	}
+	return Result{}, true, false, false
+}
+
+// exchangeKept is exchange's reading with reuse_connection (a directord
+// extension): the answer is read to its end as HTTP/1.1 frames it
+// (Content-Length, chunks), so that the connection can carry the next
+// request; the answer's bytes are judged as keepalived judges them.
+func (p *HTTP) exchangeKept(r *answerReader, u *config.URL, path string, start time.Time) (res Result, ok, keep, broken bool) {
 	// The reader is lent for the exchange: a kept connection has nothing
 	// buffered, and holding 4 KB per kept connection was a third of the
 	// checks' memory at 10,000 real servers.
 	br := readers.Get().(*bufio.Reader)
-	br.Reset(conn)
+	br.Reset(r)
 	defer func() {
 		keep = keep && br.Buffered() == 0
 		br.Reset(nil)
 		readers.Put(br)
 	}()
-	if _, err := conn.Write(p.request(path, host)); err != nil {
-		return failure(start, "GET "+path, err), false, false, true
-	}
 	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		return failure(start, "GET "+path, err), false, false, true
+	if err == nil {
+		// Not resp.Body.Close(), which would read the rest of a long
+		// body: the caller closes the connection unless the body was
+		// read to its end.
+		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
 	}
-	// Not resp.Body.Close(), which would read the rest of a long body:
-	// the caller closes the connection unless the body was read to its
-	// end.
-	ok = false
-	for _, r := range u.StatusCodes {
-		if r.Contains(resp.StatusCode) {
-			ok = true
+	if err != nil {
+		if res, failed := r.failed(start, path, err); failed || !r.a.inBody {
+			if !failed {
+				res = failure(start, "GET "+path, err)
+			}
+			return res, false, false, true
 		}
 	}
-	if !ok {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-		return done(Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: status %d", path, resp.StatusCode), Weight: -1},
-			start), false, false, false
+	if why, pass := r.a.judge(u); !pass {
+		return done(Result{Outcome: Down, Reason: "GET " + path + ": " + why, Weight: -1}, start), false, false, false
 	}
-	// The body is read to its end (up to maxBody), for the digest, and
-	// so that the connection can carry the next request.
-	var body io.Writer = io.Discard
-	h := md5.New()
-	if u.Digest != "" {
-		body = h
-	}
-	n, err := io.Copy(body, io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		if u.Digest == "" {
-			// keepalived's check, without a digest, is done at the
-			// status; an answer cut short is kept from the next request.
-			return Result{}, true, false, false
-		}
-		return failure(start, "GET "+path+": body", err), false, false, true
-	}
-	keep = p.reuse > 0 && !resp.Close && n < maxBody && resp.StatusCode >= 200
-	if u.Digest == "" {
-		return Result{}, true, keep, false
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, u.Digest) {
-		return done(Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: digest %s, want %s", path, got, strings.ToLower(u.Digest)),
-			Weight: -1}, start), false, false, false
-	}
+	keep = err == nil && !resp.Close && !r.a.overflow && resp.StatusCode >= 200
 	return Result{}, true, keep, false
+}
+
+// buffers are the answers' read buffers, as large as keepalived's.
+var buffers = sync.Pool{New: func() any { return new([4096]byte) }}
+
+// answerReader reads an answer from conn into a, with keepalived's
+// timeouts (see exchange).
+type answerReader struct {
+	ctx     context.Context
+	conn    net.Conn
+	a       *answer
+	timeout time.Duration
+	perRead bool // HTTP_GET: each read has a timeout of its own
+	reads   int  // reads that brought something
+}
+
+func (r *answerReader) Read(b []byte) (int, error) {
+	if r.reads > 0 && (r.perRead || r.reads == 1) {
+		setDeadline(r.ctx, r.conn, monoNow().Add(r.timeout), true)
+	}
+	n, err := r.conn.Read(b)
+	if n > 0 {
+		r.reads++
+		r.a.Write(b[:n])
+	}
+	return n, err
+}
+
+// failed tells whether the read error err fails the answer, as
+// keepalived takes it: a timeout always ("Timeout HTTP read", "Timeout
+// SSL read"); another error over HTTP always ("Read error"), over TLS
+// only before the head's end (ssl_read_thread judges what came before a
+// reset, as before a close). It is silent (maybe this director's own
+// link) only if nothing at all came.
+func (r *answerReader) failed(start time.Time, path string, err error) (Result, bool) {
+	timeout := errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || r.ctx.Err() != nil
+	if !timeout && !r.perRead && r.a.inBody {
+		return Result{}, false
+	}
+	what := "GET " + path
+	if r.a.inBody {
+		what += ": body"
+	}
+	res := failure(start, what, err)
+	if r.reads > 0 {
+		res.Silent = false
+	}
+	return res, true
+}
+
+// setDeadline sets conn's deadline (its read deadline alone with read),
+// or, once ctx has ended (the checks stop), ends it now: the watch
+// that ends it (context.AfterFunc) may have run before.
+func setDeadline(ctx context.Context, conn net.Conn, t time.Time, read bool) {
+	if read {
+		conn.SetReadDeadline(t)
+	} else {
+		conn.SetDeadline(t)
+	}
+	if ctx.Err() != nil {
+		conn.SetDeadline(time.Now())
+	}
 }

@@ -2,6 +2,7 @@ package healthcheck
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/testcert"
 )
 
 // rawServer is a loopback TCP server that reads each connection's
@@ -29,6 +31,24 @@ func newRawServer(t *testing.T, network, addr string, serve func(c net.Conn, req
 	if err != nil {
 		t.Skip(err)
 	}
+	return startRaw(t, ln, serve)
+}
+
+// newRawTLSServer is newRawServer over TLS, on 127.0.0.1.
+func newRawTLSServer(t *testing.T, serve func(c net.Conn, req string)) *rawServer {
+	t.Helper()
+	cert, err := testcert.Server("raw.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp4", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startRaw(t, ln, serve)
+}
+
+func startRaw(t *testing.T, ln net.Listener, serve func(c net.Conn, req string)) *rawServer {
 	s := &rawServer{ln: ln}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -79,8 +99,8 @@ func (s *rawServer) requests() []string {
 	return append([]string(nil), s.reqs...)
 }
 
-// answer writes a and closes c.
-func answer(a string) func(c net.Conn, req string) {
+// replyWith writes a and closes c.
+func replyWith(a string) func(c net.Conn, req string) {
 	return func(c net.Conn, req string) {
 		c.Write([]byte(a))
 		c.Close()
@@ -91,7 +111,12 @@ const okAnswer = "HTTP/1.0 200 OK\r\nContent-Length: 17\r\n\r\nthis cache works\
 
 // rawChecker is an HTTP_GET checker of the raw server s.
 func rawChecker(s *rawServer, urls ...*config.URL) (*config.Checker, *config.RealServer) {
-	c := &config.Checker{Type: "HTTP_GET", ConnectTimeout: 500 * time.Millisecond, HTTP: &config.HTTPCheck{URLs: urls}}
+	return rawCheckerOf("HTTP_GET", s, urls...)
+}
+
+// rawCheckerOf is a checker of type typ of the raw server s.
+func rawCheckerOf(typ string, s *rawServer, urls ...*config.URL) (*config.Checker, *config.RealServer) {
+	c := &config.Checker{Type: typ, ConnectTimeout: 500 * time.Millisecond, HTTP: &config.HTTPCheck{URLs: urls}}
 	return c, &config.RealServer{Addr: s.addrPort()}
 }
 
@@ -119,7 +144,7 @@ func TestHTTPRequestAsKeepalived(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newRawServer(t, tt.network, tt.addr, answer(okAnswer))
+			s := newRawServer(t, tt.network, tt.addr, replyWith(okAnswer))
 			c, rs := rawChecker(s, url(tt.path))
 			c.HTTP.HTTPProtocol, c.HTTP.VirtualHost = tt.proto, tt.vhost
 			p, err := NewHTTP(c, rs, "")
