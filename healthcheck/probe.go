@@ -293,35 +293,46 @@ func newTLSShare() *tlsShare {
 // client's own first) and key (PEM, decrypted with password if it is
 // encrypted), as keepalived loads them into its SSL context. It returns
 // none, with a warning, where the block has one of the two without the
-// other: keepalived then offers no certificate either. An error names
-// the block's file:line.
-func ClientCertificate(ssl *config.SSL) (cert *tls.Certificate, warning string, err error) {
+// other: keepalived then offers no certificate either. Its diagnostics
+// name the block's file:line; none are errors when it returns a
+// certificate.
+func ClientCertificate(ssl *config.SSL) (*tls.Certificate, config.Diagnostics) {
 	if ssl == nil || ssl.Certificate == "" && ssl.Key == "" {
-		return nil, "", nil
+		return nil, nil
+	}
+	diag := func(sev config.Severity, format string, args ...any) config.Diagnostics {
+		return config.Diagnostics{{Pos: ssl.Pos, Severity: sev, Keyword: "SSL", Message: fmt.Sprintf(format, args...)}}
 	}
 	if ssl.Certificate == "" || ssl.Key == "" {
-		return nil, ssl.Pos.String() + ": SSL: certificate and key go together: no client certificate is offered, as keepalived", nil
-	}
-	fail := func(what string, err error) (*tls.Certificate, string, error) {
-		return nil, "", fmt.Errorf("%s: SSL: %s: %w", ssl.Pos, what, err)
+		return nil, diag(config.Warning, "certificate and key go together: no client certificate is offered, as keepalived offers none")
 	}
 	certPEM, err := os.ReadFile(ssl.Certificate)
 	if err != nil {
-		return fail("certificate", err)
+		return nil, diag(config.Error, "certificate: %v", err)
 	}
 	keyPEM, err := os.ReadFile(ssl.Key)
 	if err != nil {
-		return fail("key", err)
+		return nil, diag(config.Error, "key: %v", err)
 	}
 	keyPEM, err = decryptKey(keyPEM, ssl.Password)
 	if err != nil {
-		return fail("key "+ssl.Key, err)
+		return nil, diag(config.Error, "key %s: %v", ssl.Key, err)
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return fail("certificate "+ssl.Certificate+" and key "+ssl.Key, err)
+		return nil, diag(config.Error, "certificate %s and key %s: %v", ssl.Certificate, ssl.Key, err)
 	}
-	return &c, "", nil
+	return &c, nil
+}
+
+// Diagnostics are the faults of cfg that only reading its files shows,
+// for directord -t and the start: the SSL block's certificate and key.
+func Diagnostics(cfg *config.Config) config.Diagnostics {
+	if cfg == nil {
+		return nil
+	}
+	_, diags := ClientCertificate(cfg.SSL)
+	return diags
 }
 
 // decryptKey is the PEM key file's first private key, decrypted with

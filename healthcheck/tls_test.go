@@ -117,7 +117,7 @@ func TestSSLClientCertificateErrors(t *testing.T) {
 		ssl  config.SSL
 		want string
 	}{
-		{"missing certificate", config.SSL{Certificate: "/nonexistent.pem", Key: keyFile}, "keepalived.conf:3: SSL: certificate: open /nonexistent.pem"},
+		{"missing certificate", config.SSL{Certificate: "/nonexistent.pem", Key: keyFile}, "keepalived.conf:3: error: SSL: certificate: open /nonexistent.pem"},
 		{"encrypted key, no password", config.SSL{Certificate: encCert, Key: encKey}, "has no password"},
 		{"wrong password", config.SSL{Certificate: encCert, Key: encKey, Password: "guess"}, "password incorrect"},
 		{"encrypted PKCS #8", config.SSL{Certificate: certFile, Key: pkcs8}, "not supported by directord"},
@@ -126,9 +126,9 @@ func TestSSLClientCertificateErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.ssl.Pos = pos
-			_, _, err := ClientCertificate(&tt.ssl)
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "keepalived.conf:3: SSL: ") {
-				t.Errorf("%v, want keepalived.conf:3: SSL: ... %s", err, tt.want)
+			cert, diags := ClientCertificate(&tt.ssl)
+			if cert != nil || len(diags) != 1 || !strings.Contains(diags[0].String(), tt.want) || !strings.HasPrefix(diags[0].String(), "keepalived.conf:3: error: SSL: ") {
+				t.Errorf("%v, want keepalived.conf:3: error: SSL: ... %s", diags, tt.want)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/healthcheck"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID})
+	diags = append(diags, healthcheck.Diagnostics(cfg)...) // the SSL block's files
 	for _, d := range diags {
 		fmt.Fprintln(stderr, d.String())
 	}

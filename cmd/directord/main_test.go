@@ -85,6 +85,9 @@ virtual_server 192.0.2.1 443 {
 func TestConfigTestExitCodes(t *testing.T) {
 	good := writeConf(t, goodConf)
 	bad := writeConf(t, strings.Replace(goodConf, "virtual_router_id 7", "virtual_router_id 300", 1))
+	// The SSL block's files are read for -t, as keepalived's checker
+	// reads them at its start.
+	badCert := writeConf(t, "SSL {\n    certificate /nonexistent/client.pem\n    key /nonexistent/client.key\n}\n"+goodConf)
 	tests := []struct {
 		name       string
 		args       []string
@@ -96,6 +99,7 @@ func TestConfigTestExitCodes(t *testing.T) {
 		{"summary", []string{"-t", "-f", good}, exitOK, "virtual_server TCP 192.0.2.1:443: wlc DR, 1 real servers, 1 checks", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
 		{"missing", []string{"-t", "-f", "/nonexistent/k.conf"}, exitConfig, "", "/nonexistent/k.conf: error: cannot read configuration"},
+		{"SSL certificate missing", []string{"-t", "-f", badCert}, exitConfigTest, "", badCert + ":1: error: SSL: certificate: open /nonexistent/client.pem"},
 		{"usage", []string{"-Z"}, exitUsage, "", "unknown option -Z"},
 		{"version", []string{"--version"}, exitOK, "directord ", ""},
 		// Never run the daemon itself here: it would speak VRRP on the
