@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"net"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -290,5 +291,55 @@ func TestAnswerHead(t *testing.T) {
 	a.Write([]byte("HTTP/1.0 200 OK\r\n" + strings.Repeat("X-Pad: 0123456789\r\n", 250)))
 	if why, pass := a.judge(&config.URL{}); pass || why != "no end of the headers within 4095 bytes" {
 		t.Errorf("a head over 4095 bytes: %v %q", pass, why)
+	}
+}
+
+// TestDigestMatchesGenhash: for answers as servers send them (chunked,
+// bounded by Content-Length with more after it, neither), the digest
+// keepalived's own genhash prints passes directord's check, over HTTP
+// and TLS. Skipped without genhash (Debian's keepalived package).
+func TestDigestMatchesGenhash(t *testing.T) {
+	genhash, err := exec.LookPath("genhash")
+	if err != nil {
+		t.Skip("no genhash")
+	}
+	answers := map[string]string{
+		"chunked":            chunked,
+		"Content-Length":     "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello and more",
+		"to the end":         "HTTP/1.0 200 OK\r\nServer: test\r\n\r\n" + strings.Repeat("a line of the page\n", 500),
+		"lower-case content": "HTTP/1.0 200 OK\r\ncontent-length: 5\r\n\r\nhello and more",
+	}
+	for name, a := range answers {
+		for _, typ := range []string{"HTTP_GET", "SSL_GET"} {
+			t.Run(typ+"/"+name, func(t *testing.T) {
+				var s *rawServer
+				args := []string{"-s", "127.0.0.1", "-u", "/"}
+				if typ == "SSL_GET" {
+					s = newRawTLSServer(t, replyWith(a))
+					args = append(args, "-S")
+				} else {
+					s = newRawServer(t, "tcp4", "127.0.0.1:0", replyWith(a))
+				}
+				args = append(args, "-p", strconv.Itoa(int(s.addrPort().Port())))
+				out, err := exec.Command(genhash, args...).Output()
+				if err != nil {
+					t.Fatalf("genhash: %v: %s", err, out)
+				}
+				fields := strings.Fields(string(out))
+				if len(fields) == 0 || len(fields[len(fields)-1]) != 32 {
+					t.Fatalf("genhash printed %q", out)
+				}
+				u := url("/")
+				u.Digest = fields[len(fields)-1]
+				c, rs := rawCheckerOf(typ, s, u)
+				p, err := NewHTTP(c, rs, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r := probe(t, p); r.Outcome != Up {
+					t.Errorf("with genhash's digest %s: %s %q", u.Digest, r.Outcome, r.Reason)
+				}
+			})
+		}
 	}
 }

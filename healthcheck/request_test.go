@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -211,5 +213,44 @@ func TestHostAndSNIAsKeepalived(t *testing.T) {
 				t.Errorf("Host %q, SNI %q; want %q, %q", s.hosts, s.snis, tt.host, tt.sni)
 			}
 		})
+	}
+}
+
+// TestRequestMatchesGenhash: directord's request is byte for byte the
+// one keepalived's own genhash sends (the same request code as its
+// checker), for each http_protocol, with and without a virtual host.
+// Skipped without genhash (Debian's keepalived package).
+func TestRequestMatchesGenhash(t *testing.T) {
+	genhash, err := exec.LookPath("genhash")
+	if err != nil {
+		t.Skip("no genhash")
+	}
+	for _, proto := range []string{"1.0", "1.0C", "1.1"} {
+		for _, vhost := range []string{"", "www.example.com"} {
+			t.Run(proto+"/"+vhost, func(t *testing.T) {
+				s := newRawServer(t, "tcp4", "127.0.0.1:0", replyWith(okAnswer))
+				args := []string{"-s", "127.0.0.1", "-p", strconv.Itoa(int(s.addrPort().Port())), "-u", "/health?a=1",
+					"-P", strings.ToLower(proto)}
+				if vhost != "" {
+					args = append(args, "-V", vhost)
+				}
+				if out, err := exec.Command(genhash, args...).CombinedOutput(); err != nil {
+					t.Fatalf("genhash: %v: %s", err, out)
+				}
+				c, rs := rawChecker(s, url("/health?a=1"))
+				c.HTTP.HTTPProtocol, c.HTTP.VirtualHost = proto, vhost
+				p, err := NewHTTP(c, rs, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r := probe(t, p); r.Outcome != Up {
+					t.Fatalf("%s %q", r.Outcome, r.Reason)
+				}
+				got := s.requests()
+				if len(got) != 2 || got[0] != got[1] {
+					t.Errorf("genhash sent %q, directord %q", got[0], got[len(got)-1])
+				}
+			})
+		}
 	}
 }
