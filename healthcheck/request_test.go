@@ -254,3 +254,37 @@ func TestRequestMatchesGenhash(t *testing.T) {
 		}
 	}
 }
+
+// TestSNIRoutingServer: a real server that routes by SNI and refuses a
+// handshake for a name it does not serve passes with the URL's
+// virtualhost as the name, where the checker's and the real server's
+// differ (keepalived sends the URL's first).
+func TestSNIRoutingServer(t *testing.T) {
+	s := newServerWith(t, func(c *tls.Config) {
+		serve := c.GetConfigForClient
+		c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			serve(hello)
+			if hello.ServerName != "app.test" {
+				return nil, fmt.Errorf("no site %q here", hello.ServerName)
+			}
+			return nil, nil
+		}
+	})
+	cfg := parse(t, "virtual_server 192.0.2.1 443 {\nvirtualhost vs.test\n"+
+		fmt.Sprintf("real_server %s %d {\nvirtualhost rs.test\n", s.addrPort().Addr(), s.addrPort().Port())+
+		"SSL_GET {\nenable_sni\nvirtualhost chk.test\nurl {\npath /ok\nvirtualhost app.test\n}\n}\n}\n}\n")
+	rs := cfg.VirtualServers[0].RealServers[0]
+	p, err := NewHTTP(rs.Checkers[0], rs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := probe(t, p); r.Outcome != Up {
+		t.Errorf("%s %q", r.Outcome, r.Reason)
+	}
+	// The checker's name, which the server does not serve, is refused.
+	rs.Checkers[0].HTTP.URLs[0].VirtualHost = ""
+	p, _ = NewHTTP(rs.Checkers[0], rs, "")
+	if r := probe(t, p); r.Outcome != Down || !strings.HasPrefix(r.Reason, "TLS handshake: ") {
+		t.Errorf("chk.test: %s %q, want a refused handshake", r.Outcome, r.Reason)
+	}
+}
