@@ -13,7 +13,7 @@ var Differences = map[string]map[string]string{
 		"fast_recovery": "read, no effect: every URL is fetched at each probe",
 	},
 	"url": {
-		"regex":         "Go's syntax (RE2): no backreferences, lookahead or lookbehind (an error for -t); $ matches at the very end only, as with PCRE2's dollar_endonly; matched against the whole answer (up to 16 MiB) at once, where keepalived matches it 4 KB at a time",
+		"regex":         "Go's syntax (RE2): no backreferences, lookahead or lookbehind (an error for -t); \\d, \\w, \\s are ASCII; matched against the whole answer (up to 16 MiB) at once, where keepalived matches it 4 KB at a time",
 		"regex_options": "extended, ucp, allow_empty_class, alt_bsux, alt_circumflex and alt_verbnames are errors: Go's syntax has no such modes",
 		"regex_stack":   "read, no effect: Go's regular expressions need no stack",
 	},

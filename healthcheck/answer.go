@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"slices"
 	"strings"
 
 	"github.com/directord/directord/config"
@@ -220,7 +221,24 @@ func (a *answer) judge(u *config.URL) (reason string, pass bool) {
 // check_regex asks PCRE2. The leftmost match is the earliest that
 // starts at or after regex_min_offset: if it starts after
 // regex_max_offset, none starts before.
+//
+// PCRE2's $ (without dollar_endonly) also matches before a newline that
+// ends the subject, where Go's matches at its very end only: a pattern
+// with a $ that does not match the answer is tried again on the answer
+// without its final newline (an answer of "OK\n" matches "OK$", as
+// keepalived finds).
 func matchRegex(u *config.URL, subject []byte) bool {
+	if matchFrom(u, subject) {
+		return true
+	}
+	n := len(subject)
+	if n > 0 && subject[n-1] == '\n' && strings.Contains(u.Regex, "$") && !slices.Contains(u.RegexOptions, "dollar_endonly") {
+		return matchFrom(u, subject[:n-1])
+	}
+	return false
+}
+
+func matchFrom(u *config.URL, subject []byte) bool {
 	from := min(u.RegexMinOffset, len(subject))
 	loc := u.Regexp.FindIndex(subject[from:])
 	if loc == nil {

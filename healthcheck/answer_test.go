@@ -153,6 +153,10 @@ func TestRegexAsKeepalived(t *testing.T) {
 		{"regex_min_offset before", "READY", nil, false, 40, nil, Up, "", ""},
 		{"regex_max_offset: starts at it", "HTTP", nil, false, 0, off(0), Up, "", ""},
 		{"regex_max_offset: starts after", "READY", nil, false, 0, off(20), Down, "", ""},
+		// PCRE2's $ matches before the answer's final newline too.
+		{"$ before the final newline", "READY</html>$", nil, false, 0, nil, Up, "", ""},
+		{"$ with dollar_endonly", "READY</html>$", []string{"dollar_endonly"}, false, 0, nil, Down, "", ""},
+		{"$ after the final newline", "READY</html>\n$", nil, false, 0, nil, Up, "", ""},
 	}
 	s := newRawServer(t, "tcp4", "127.0.0.1:0", replyWith(page))
 	for _, tt := range tests {
