@@ -59,7 +59,9 @@ func TestAnswerCutAfterTheHead(t *testing.T) {
 				s = newRawServer(t, "tcp4", "127.0.0.1:0", tt.serve)
 			}
 			c, rs := rawCheckerOf(tt.typ, s, url("/"))
-			c.ConnectTimeout = 300 * time.Millisecond
+			// Long enough for a TLS handshake under -race on a loaded
+			// machine: the stall is what must time out.
+			c.ConnectTimeout = time.Second
 			p, err := NewHTTP(c, rs, "")
 			if err != nil {
 				t.Fatal(err)
