@@ -52,6 +52,7 @@ func clientFiles(t *testing.T, password string) (cert tls.Certificate, certFile,
 func sslConfig(s *testServer, ssl *config.SSL) *config.Config {
 	c, rs := httpChecker("SSL_GET", s, url("/ok"))
 	c.Retry, c.DelayLoop = 1, 1
+	c.ConnectTimeout = 2 * time.Second // a handshake under -race on a loaded machine: not a timing test
 	rs.Checkers = []*config.Checker{c}
 	return &config.Config{SSL: ssl, VirtualServers: []*config.VirtualServer{{RealServers: []*config.RealServer{rs}}}}
 }
