@@ -3,6 +3,7 @@ package config
 import (
 	"maps"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -594,6 +595,7 @@ var httpCheckBlock = &block[Checker]{
 			if u.StatusCodes == nil {
 				u.StatusCodes = []StatusRange{{200, 299}}
 			}
+			d.compileRegex(u)
 			c.HTTP.URLs = append(c.HTTP.URLs, u)
 		},
 	}),
@@ -640,15 +642,161 @@ var urlBlock = &block[URL]{
 			u.StatusCodes = codes
 		},
 		"virtualhost": func(d *decoder, n *Node, u *URL) { u.VirtualHost, _ = d.str(n) },
+		"regex": func(d *decoder, n *Node, u *URL) {
+			if !d.noBlock(n) || !d.want(n, 1, 1) {
+				return
+			}
+			pat := n.Args[0]
+			if len(n.quoted) > 0 && !n.quoted[0] && strings.Contains(pat, `\`) {
+				// keepalived reads the escapes of the whole line, in quotes
+				// or not: unquoted, \d is d.
+				if strings.HasSuffix(pat, `\`) && !strings.HasSuffix(pat, `\\`) {
+					d.rep.errorf(n.Pos, n.Keyword, "%q ends with a lone backslash", pat)
+					return
+				}
+				var b strings.Builder
+				for i := 0; i < len(pat); {
+					if pat[i] == '\\' && i+1 < len(pat) {
+						i = unescape(pat, i+1, &b)
+						continue
+					}
+					b.WriteByte(pat[i])
+					i++
+				}
+				d.rep.warnf(n.Pos, n.Keyword, "backslashes outside quotes are escapes, as keepalived reads them: the pattern is %q; write it in double quotes with \\\\ for a backslash of the pattern", b.String())
+				pat = b.String()
+			}
+			u.Regex, u.regexPos = pat, n.Pos
+		},
+		"regex_no_match": func(d *decoder, n *Node, u *URL) {
+			if d.noBlock(n) {
+				d.want(n, 0, 0)
+				u.RegexNoMatch, u.regexParam = true, n.Pos
+			}
+		},
+		"regex_options": func(d *decoder, n *Node, u *URL) {
+			if !d.noBlock(n) {
+				return
+			}
+			for _, o := range n.Args {
+				why, known := regexOptions[o]
+				switch {
+				case !known:
+					d.rep.warnf(n.Pos, n.Keyword, "%q is not an option of keepalived's: ignored, as keepalived ignores it", o)
+					continue
+				case why != "":
+					d.rep.errorf(n.Pos, n.Keyword, "%s is not supported by directord: %s", o, why)
+					continue
+				}
+				u.RegexOptions = append(u.RegexOptions, o)
+			}
+			u.regexParam = n.Pos
+		},
+		"regex_min_offset": func(d *decoder, n *Node, u *URL) {
+			if v, ok := d.integer(n, 0, maxBody); ok {
+				u.RegexMinOffset, u.regexParam = int(v), n.Pos
+			}
+		},
+		"regex_max_offset": func(d *decoder, n *Node, u *URL) {
+			if v, ok := d.integer(n, 0, maxBody); ok {
+				m := int(v)
+				u.RegexMaxOffset, u.regexParam = &m, n.Pos
+			}
+		},
+		"regex_stack": func(d *decoder, n *Node, u *URL) {
+			// PCRE2's JIT stack, start and most: Go's regexp has no such
+			// stack (it runs in linear time).
+			if !d.noBlock(n) || !d.want(n, 2, 2) {
+				return
+			}
+			lo, ok1 := d.intArg(n, 0, 0, 1<<31-1)
+			hi, ok2 := d.intArg(n, 1, 0, 1<<31-1)
+			if ok1 && ok2 && lo > hi {
+				d.rep.errorf(n.Pos, n.Keyword, "start %d is above most %d", lo, hi)
+			}
+			u.regexParam = n.Pos
+		},
 	},
-	unsupported: map[string]string{
-		"regex":            "the check does not match the body against a regular expression",
-		"regex_no_match":   "",
-		"regex_options":    "",
-		"regex_stack":      "",
-		"regex_min_offset": "",
-		"regex_max_offset": "",
-	},
+}
+
+// maxBody bounds the regex offsets: the answer is read up to 16 MiB (as
+// healthcheck reads it).
+const maxBody = 16 << 20
+
+// regexOptions are keepalived's regex_options (PCRE2's compile options):
+// "" for those directord follows, else why it cannot. caseless, dotall,
+// multiline and ungreedy are Go's flags i, s, m and U; firstline is
+// checked on the match; utf is Go's own way (UTF-8); the others change
+// nothing a match decides, or forbid what Go's syntax has not anyway.
+var regexOptions = map[string]string{
+	"allow_empty_class":   "Go's syntax reads [] as PCRE2 does without it",
+	"alt_bsux":            "Go's syntax has no JavaScript escapes",
+	"auto_callout":        "",
+	"caseless":            "",
+	"dollar_endonly":      "",
+	"dotall":              "",
+	"dupnames":            "",
+	"extended":            "Go's regular expressions have no extended syntax (blanks and # comments): remove them from the pattern",
+	"firstline":           "",
+	"match_unset_backref": "",
+	"multiline":           "",
+	"never_ucp":           "",
+	"never_utf":           "",
+	"no_auto_capture":     "",
+	"no_auto_possess":     "",
+	"no_dotstar_anchor":   "",
+	"no_start_optimize":   "",
+	"ucp":                 "Go's \\d, \\w, \\s and \\b are ASCII only",
+	"ungreedy":            "",
+	"utf":                 "",
+	"never_backslash_c":   "",
+	"alt_circumflex":      "Go's ^ in multiline mode does not match after a final newline",
+	"alt_verbnames":       "Go's syntax has no backtracking verbs",
+	"use_offset_limit":    "",
+}
+
+// compileRegex compiles u's regex once its block is read, as keepalived
+// does at the url's end: with its options, in Go's syntax, an error at
+// the regex's line where Go cannot compile it. Regex settings without a
+// regex, or offsets that leave no room, are ignored with a warning, as
+// keepalived ignores them.
+func (d *decoder) compileRegex(u *URL) {
+	if u.Regex == "" {
+		if u.regexParam.Line != 0 {
+			d.rep.warnf(u.regexParam, "regex", "regex settings without a regex: ignored, as keepalived does")
+		}
+		u.RegexNoMatch, u.RegexOptions, u.RegexMinOffset, u.RegexMaxOffset = false, nil, 0, nil
+		return
+	}
+	if u.RegexMaxOffset != nil && u.RegexMinOffset > *u.RegexMaxOffset {
+		d.rep.warnf(u.regexParam, "regex_min_offset", "regex_min_offset %d is beyond regex_max_offset %d: both ignored, as keepalived does", u.RegexMinOffset, *u.RegexMaxOffset)
+		u.RegexMinOffset, u.RegexMaxOffset = 0, nil
+	}
+	flags := ""
+	for _, o := range u.RegexOptions {
+		switch o {
+		case "caseless":
+			flags += "i"
+		case "dotall":
+			flags += "s"
+		case "multiline":
+			flags += "m"
+		case "ungreedy":
+			flags += "U"
+		case "firstline":
+			u.RegexFirstLine = true
+		}
+	}
+	pat := u.Regex
+	if flags != "" {
+		pat = "(?" + flags + ")" + pat
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		d.rep.errorf(u.regexPos, "regex", "%q is not a regular expression directord can match (Go's syntax, RE2: no backreferences, lookahead or lookbehind): %v", u.Regex, err)
+		return
+	}
+	u.Regexp = re
 }
 
 var miscCheckBlock = &block[Checker]{

@@ -16,6 +16,11 @@ var Differences = map[string]map[string]string{
 		"no_accept": "read, no effect: keepalived carries no_accept out only through nftables or iptables rules that drop traffic to a non-owner's VIPs; directord writes no firewall rules, so the VIPs take traffic as with accept (vrrp_strict's no_accept likewise)",
 		"accept":    "the default either way: directord drops no traffic to the VIPs (see no_accept)",
 	},
+	"url": {
+		"regex":         "Go's syntax (RE2): no backreferences, lookahead or lookbehind (an error for -t); \\d, \\w, \\s are ASCII; matched against the whole answer (up to 16 MiB) at once, where keepalived matches it 4 KB at a time",
+		"regex_options": "extended, ucp, allow_empty_class, alt_bsux, alt_circumflex and alt_verbnames are errors: Go's syntax has no such modes",
+		"regex_stack":   "read, no effect: Go's regular expressions need no stack",
+	},
 	"vrrp_sync_group": {
 		"group": "members named without group { } are read as members, with a warning; keepalived reports an unknown keyword",
 	},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"regexp"
 	"time"
 )
 
@@ -424,11 +425,18 @@ type Checker struct {
 // HTTPCheck holds what HTTP_GET and SSL_GET add.
 type HTTPCheck struct {
 	URLs []*URL `json:"url"`
-	// VirtualHost is the Host header (and SNI name) unless a URL sets its own.
-	VirtualHost  string `json:"virtualhost,omitempty"`
-	HTTPProtocol string `json:"http_protocol"` // 1.0, 1.0C or 1.1
-	EnableSNI    bool   `json:"enable_sni,omitempty"`
-	FastRecovery bool   `json:"fast_recovery,omitempty"`
+	// VirtualHost is the Host header unless a URL sets its own: the
+	// checker's virtualhost, else the real server's, else the virtual
+	// server's.
+	VirtualHost string `json:"virtualhost,omitempty"`
+	// SNIVirtualHost is the server name enable_sni sends unless a URL
+	// sets its own virtualhost: the checker's virtualhost, else the
+	// virtual server's. Not the real server's, as in keepalived
+	// (check_ssl.c), where the Host header takes it.
+	SNIVirtualHost string `json:"sni_virtualhost,omitempty"`
+	HTTPProtocol   string `json:"http_protocol"` // 1.0, 1.0C or 1.1
+	EnableSNI      bool   `json:"enable_sni,omitempty"`
+	FastRecovery   bool   `json:"fast_recovery,omitempty"`
 	// SNIName (a directord extension) is the server name sent with
 	// enable_sni, instead of the virtual host.
 	SNIName string `json:"sni_name,omitempty"`
@@ -451,6 +459,24 @@ type URL struct {
 	Digest      string        `json:"digest,omitempty"`
 	StatusCodes []StatusRange `json:"status_code"`
 	VirtualHost string        `json:"virtualhost,omitempty"`
+
+	// Regex is the pattern the answer must match (or, with
+	// RegexNoMatch, must not), as written after keepalived's reading of
+	// its escapes; Regexp is it compiled with RegexOptions, in Go's
+	// syntax (RE2).
+	Regex        string         `json:"regex,omitempty"`
+	Regexp       *regexp.Regexp `json:"-"`
+	RegexNoMatch bool           `json:"regex_no_match,omitempty"`
+	RegexOptions []string       `json:"regex_options,omitempty"`
+	// RegexFirstLine (regex_options firstline): the match starts on the
+	// first line.
+	RegexFirstLine bool `json:"-"`
+	// RegexMinOffset and RegexMaxOffset bound the offset, in the answer,
+	// where a match may start (nil: no bound above).
+	RegexMinOffset int  `json:"regex_min_offset,omitempty"`
+	RegexMaxOffset *int `json:"regex_max_offset,omitempty"`
+
+	regexPos, regexParam Pos // the regex's line; the last regex setting's
 }
 
 // StatusRange is an inclusive range of HTTP status codes.

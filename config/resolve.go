@@ -497,14 +497,20 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 		if c.alpha != nil {
 			c.Alpha = *c.alpha
 		}
-		if c.HTTP != nil && c.HTTP.VirtualHost == "" {
-			c.HTTP.VirtualHost = rs.VirtualHost
-			if c.HTTP.VirtualHost == "" {
-				c.HTTP.VirtualHost = vs.VirtualHost
-			}
+		if c.HTTP != nil {
+			c.HTTP.SNIVirtualHost = pickStr(c.HTTP.VirtualHost, vs.VirtualHost)
+			c.HTTP.VirtualHost = pickStr(c.HTTP.VirtualHost, pickStr(rs.VirtualHost, vs.VirtualHost))
 		}
 		if c.Misc != nil && c.Misc.Timeout == 0 {
 			c.Misc.Timeout = vs.DelayLoop
 		}
 	}
+}
+
+// pickStr is a, else b.
+func pickStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

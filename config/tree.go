@@ -8,6 +8,10 @@ type Node struct {
 	Args     []string
 	Block    bool // a block was opened, even if empty
 	Children []*Node
+	// quoted tells, for each of Args, whether any of it was in quotes
+	// (where a backslash escapes): keepalived's regex reads escapes
+	// outside quotes too.
+	quoted []bool
 }
 
 // maxDepth bounds block nesting; keepalived's deepest real block
@@ -96,8 +100,10 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 			n := &Node{Pos: pos, Keyword: t.text}
 			if j > i+1 {
 				n.Args = make([]string, j-i-1)
+				n.quoted = make([]bool, j-i-1)
 				for k := range n.Args {
 					n.Args[k] = toks[i+1+k].text
+					n.quoted[k] = toks[i+1+k].quoted
 				}
 			}
 			top := b.stack[len(b.stack)-1]

@@ -2,12 +2,12 @@ package healthcheck
 
 import (
 	"bufio"
+	"cmp"
 	"context"
-	"crypto/md5"
 	crand "crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -37,7 +36,7 @@ type Prober interface {
 type Target struct {
 	Addr    netip.AddrPort // connect_ip/connect_port, else the real server's
 	Bind    netip.AddrPort // bindto/bind_port; zero: the kernel's choice
-	Timeout time.Duration  // connect_timeout: the whole probe's limit
+	Timeout time.Duration  // connect_timeout: each step's limit (TCP_CHECK: the connection's)
 	Mark    uint32         // fwmark: SO_MARK, for policy routing
 	Dev     string         // bind_if: SO_BINDTODEVICE
 }
@@ -152,7 +151,9 @@ func (p *TCP) Probe(ctx context.Context) Result {
 	return done(Result{Outcome: Up, Reason: "connected", Weight: -1}, start)
 }
 
-// maxBody bounds what an HTTP check reads of a body, for its digest.
+// maxBody bounds what an HTTP check reads of a body (keepalived reads
+// to the end, however long): a longer body is judged on what came, and
+// fails its digest (a keepalived digest of more than that cannot match).
 const maxBody = 16 << 20
 
 // HTTP is HTTP_GET and SSL_GET: every URL answers with an accepted status
@@ -163,10 +164,14 @@ const maxBody = 16 << 20
 // connection for the next ones, up to that age.
 type HTTP struct {
 	Target Target
-	TLS    *tls.Config // nil for HTTP_GET
+	TLS    *tls.Config // the first URL's; nil for HTTP_GET
 	URLs   []*config.URL
+	// tlsURL is each URL's TLS configuration (SSL_GET): the server
+	// name sent may be the URL's own virtualhost.
+	tlsURL []*tls.Config
 	Host   string        // the Host header unless a URL has its own virtualhost
 	proto  string        // HTTP/1.0, or HTTP/1.1 with http_protocol 1.1
+	close  bool          // ask for Connection: close (http_protocol 1.0C and 1.1)
 	reuse  time.Duration // reuse_connection: 0 for a connection per URL and probe
 	kept   *kept         // the connection the last passing probe kept; probes of a check run one at a time
 	probes uint64        // probes so far, to tell a connection idle since an earlier probe
@@ -192,34 +197,64 @@ func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share *tlsShar
 		p.Host = rs.VirtualHost
 	}
 	if c.Type == "SSL_GET" {
-		k := tlsKey{verify: h.VerifyCertificate, dev: t.Dev, mark: t.Mark, from: t.Bind.Addr()}
-		name := h.SNIName
-		if name == "" {
-			name = p.Host
+		if share == nil {
+			// The prober's own, so that its URLs of one server name
+			// share a configuration (and a kept connection).
+			share = newTLSShare()
 		}
-		if h.EnableSNI || h.VerifyCertificate {
-			k.name = name
-			// TLS keeps a session by server name where there is one,
-			// else by address: one per target either way.
-			k.target = t.Addr
-		}
-		if h.VerifyCertificate {
-			if name == "" {
-				return nil, errors.New("verify_certificate needs a server name: sni_name or virtualhost")
+		for _, u := range h.URLs {
+			k := tlsKey{verify: h.VerifyCertificate, dev: t.Dev, mark: t.Mark, from: t.Bind.Addr()}
+			name, err := serverName(h, u, p.Host)
+			if err != nil {
+				return nil, err
 			}
-			k.ca = ca
+			if name != "" {
+				k.name = name
+				// TLS keeps a session by server name where there is one,
+				// else by address: one per target either way.
+				k.target = t.Addr
+			}
+			if h.VerifyCertificate {
+				k.ca = ca
+			}
+			cfg, err := share.config(k)
+			if err != nil {
+				return nil, err
+			}
+			p.tlsURL = append(p.tlsURL, cfg)
 		}
-		cfg, err := share.config(k)
-		if err != nil {
-			return nil, err
+		if len(p.tlsURL) > 0 {
+			p.TLS = p.tlsURL[0]
 		}
-		p.TLS = cfg
 	}
 	p.proto = "HTTP/1.0"
 	if h.HTTPProtocol == "1.1" {
 		p.proto = "HTTP/1.1"
 	}
+	p.close = h.HTTPProtocol == "1.1" || h.HTTPProtocol == "1.0C"
 	return p, nil
+}
+
+// serverName is the name an SSL_GET checker's TLS client gives for u:
+// with enable_sni, the name it sends, as keepalived's ssl_connect picks
+// it (the URL's virtualhost, else the checker's, else the virtual
+// server's: not the real server's, which only the Host header takes),
+// unless sni_name (a directord extension) names it; with
+// verify_certificate (a directord extension) the name the certificate
+// must be valid for, which Go then sends too: the same, else sni_name,
+// else the Host header's virtual host (host). "" for none.
+func serverName(h *config.HTTPCheck, u *config.URL, host string) (string, error) {
+	name := ""
+	if h.EnableSNI {
+		name = cmp.Or(h.SNIName, u.VirtualHost, h.SNIVirtualHost)
+	}
+	if h.VerifyCertificate {
+		name = cmp.Or(name, h.SNIName, u.VirtualHost, host)
+		if name == "" {
+			return "", errors.New("verify_certificate needs a server name: sni_name or virtualhost")
+		}
+	}
+	return name, nil
 }
 
 // tlsKey is what tells SSL_GET checkers' TLS settings apart.
@@ -244,10 +279,90 @@ type tlsKey struct {
 type tlsShare struct {
 	configs map[tlsKey]*tls.Config
 	pools   map[string]*x509.CertPool
+	// cert is the global SSL block's certificate and key, offered to
+	// every real server that asks for a client certificate, as
+	// keepalived's one SSL context does.
+	cert *tls.Certificate
 }
 
 func newTLSShare() *tlsShare {
 	return &tlsShare{configs: map[tlsKey]*tls.Config{}, pools: map[string]*x509.CertPool{}}
+}
+
+// ClientCertificate reads the SSL block's certificate (a PEM chain, the
+// client's own first) and key (PEM, decrypted with password if it is
+// encrypted), as keepalived loads them into its SSL context. It returns
+// none, with a warning, where the block has one of the two without the
+// other: keepalived then offers no certificate either. Its diagnostics
+// name the block's file:line; none are errors when it returns a
+// certificate.
+func ClientCertificate(ssl *config.SSL) (*tls.Certificate, config.Diagnostics) {
+	if ssl == nil || ssl.Certificate == "" && ssl.Key == "" {
+		return nil, nil
+	}
+	diag := func(sev config.Severity, format string, args ...any) config.Diagnostics {
+		return config.Diagnostics{{Pos: ssl.Pos, Severity: sev, Keyword: "SSL", Message: fmt.Sprintf(format, args...)}}
+	}
+	if ssl.Certificate == "" || ssl.Key == "" {
+		return nil, diag(config.Warning, "certificate and key go together: no client certificate is offered, as keepalived offers none")
+	}
+	certPEM, err := os.ReadFile(ssl.Certificate)
+	if err != nil {
+		return nil, diag(config.Error, "certificate: %v", err)
+	}
+	keyPEM, err := os.ReadFile(ssl.Key)
+	if err != nil {
+		return nil, diag(config.Error, "key: %v", err)
+	}
+	keyPEM, err = decryptKey(keyPEM, ssl.Password)
+	if err != nil {
+		return nil, diag(config.Error, "key %s: %v", ssl.Key, err)
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, diag(config.Error, "certificate %s and key %s: %v", ssl.Certificate, ssl.Key, err)
+	}
+	return &c, nil
+}
+
+// Diagnostics are the faults of cfg that only reading its files shows,
+// for directord -t and the start: the SSL block's certificate and key.
+func Diagnostics(cfg *config.Config) config.Diagnostics {
+	if cfg == nil {
+		return nil
+	}
+	_, diags := ClientCertificate(cfg.SSL)
+	return diags
+}
+
+// decryptKey is the PEM key file's first private key, decrypted with
+// password where it is encrypted the way OpenSSL's "traditional" format
+// is (Proc-Type: 4,ENCRYPTED). An encrypted PKCS #8 key ("ENCRYPTED
+// PRIVATE KEY") is an error: Go's library cannot decrypt it.
+func decryptKey(keyPEM []byte, password string) ([]byte, error) {
+	rest := keyPEM
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return nil, errors.New("no private key in PEM")
+		}
+		switch {
+		case b.Type == "ENCRYPTED PRIVATE KEY":
+			return nil, errors.New("an encrypted PKCS #8 key is not supported by directord: decrypt it (openssl pkey -in KEY -out PLAIN) or encrypt it in the traditional format (openssl pkey -traditional -aes256)")
+		case !strings.HasSuffix(b.Type, "PRIVATE KEY"):
+			continue
+		case !x509.IsEncryptedPEMBlock(b): //nolint:staticcheck // OpenSSL's traditional encrypted keys, as keepalived reads them
+			return pem.EncodeToMemory(b), nil
+		case password == "":
+			return nil, errors.New("the key is encrypted and the SSL block has no password")
+		}
+		der, err := x509.DecryptPEMBlock(b, []byte(password)) //nolint:staticcheck // as above
+		if err != nil {
+			return nil, err
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: b.Type, Bytes: der}), nil
+	}
 }
 
 // config is the configuration for k: the shared one, or with a nil
@@ -261,6 +376,14 @@ func (s *tlsShare) config(k tlsKey) (*tls.Config, error) {
 		return nil, err
 	}
 	cfg := newTLSConfig(k, pool)
+	if s != nil && s.cert != nil {
+		// Sent whatever the server's request names (its CAs), as
+		// OpenSSL sends its one certificate: Go's own choice among
+		// Certificates would send none to a server whose list of
+		// acceptable CAs does not name the certificate's issuer.
+		cert := s.cert
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
 	if s != nil {
 		s.configs[k] = cfg
 	}
@@ -333,10 +456,17 @@ func newTLSConfig(k tlsKey, pool *x509.CertPool) *tls.Config {
 		// name sent, which is kept apart by target (tlsKey). A check
 		// resumes its last session: no certificate, no signature.
 		ClientSessionCache: &sessions{m: map[string]*tls.ClientSessionState{}},
-		MinVersion:         tls.VersionTLS12,
-		// Classic X25519 as OpenSSL offers it: the post-quantum
-		// hybrid Go prefers costs more than a health check is worth.
-		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256},
+		// TLS 1.2 and 1.3: keepalived's OpenSSL 3 client cannot make a
+		// TLS 1.0 or 1.1 handshake either (their MD5 and SHA-1 signatures
+		// are below its default security level).
+		MinVersion: tls.VersionTLS12,
+		// The groups of OpenSSL's default client that Go has, in its
+		// order, so that a server that allows only P-384 (ssl_ecdh_curve
+		// secp384r1) or P-521 is checked as keepalived checks it (OpenSSL
+		// also has X448 and the finite-field groups, which Go lacks). Not
+		// the post-quantum hybrid Go prefers: it costs more than a health
+		// check is worth, and OpenSSL 3.0 does not offer it.
+		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP521, tls.CurveP384},
 		Time:             clock.Now, // see clock
 		ServerName:       k.name,
 	}
@@ -395,9 +525,9 @@ func (s *sessions) Put(key string, cs *tls.ClientSessionState) {
 // connections opened, left waiting and closed unused on both sides, and
 // it served no check at all (10,000 checks in the benchmark's guest). A
 // check whose last connection failed always connects first.
-func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, error) {
+func (p *HTTP) dial(ctx context.Context, cfg *tls.Config, start, deadline time.Time) (net.Conn, error) {
 	var queued time.Duration
-	early := p.TLS != nil && !p.unreachable && len(handshakes) == cap(handshakes)
+	early := cfg != nil && !p.unreachable && len(handshakes) == cap(handshakes)
 	if early {
 		q, err := p.slot(ctx, start)
 		if err != nil {
@@ -422,7 +552,7 @@ func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, e
 	// Every path below ends in stop(), directly or through closeNow or
 	// the stoppable's Close: ctx is the checks' own, which lives on.
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Now()) })
-	if p.TLS == nil {
+	if cfg == nil {
 		return &stoppable{raw, stop}, nil
 	}
 	connected := time.Since(start) - queued
@@ -444,7 +574,7 @@ func (p *HTTP) dial(ctx context.Context, start, deadline time.Time) (net.Conn, e
 			}
 		}
 	}
-	c := tls.Client(raw, p.TLS)
+	c := tls.Client(raw, cfg)
 	err = c.Handshake()
 	<-handshakes
 	if err != nil {
@@ -540,44 +670,32 @@ func (p *HTTP) probe(ctx context.Context) Result {
 		if i > 0 {
 			from = monoNow()
 		}
-		if r, ok := p.get(ctx, u, start, from.Add(p.Target.Timeout)); !ok {
+		var cfg *tls.Config
+		if p.tlsURL != nil {
+			cfg = p.tlsURL[i]
+		}
+		if r, ok := p.get(ctx, u, cfg, start, from.Add(p.Target.Timeout)); !ok {
 			return r
 		}
 	}
 	return done(Result{Outcome: Up, Reason: "all URLs answered", Weight: -1}, start)
 }
 
-// get fetches one URL, which must be done by deadline (connect_timeout
-// from its start): on a connection of its own, or with reuse_connection
-// on the connection an earlier passing probe kept.
-func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time) (Result, bool) {
-	host := u.VirtualHost
-	if host == "" {
-		host = p.Host
-	}
-	if host == "" {
-		host = p.Target.Addr.String()
-	}
-	// A path is sent as written (with its query); a full URL gives its
-	// path and query, and its host when no virtualhost is set.
+// get fetches one URL, whose connection (and TLS handshake) must be
+// made by deadline (connect_timeout from its start; exchange times the
+// rest): on a connection of its own, or with reuse_connection on the
+// connection an earlier passing probe kept.
+func (p *HTTP) get(ctx context.Context, u *config.URL, cfg *tls.Config, start, deadline time.Time) (Result, bool) {
+	// The Host header as keepalived's http_request_thread writes it:
+	// the URL's virtualhost, else the checker's, the real server's or
+	// the virtual server's (p.Host), else the address connected to, with
+	// its port. The path is sent as written: a full URL
+	// (http://www.example.com/health) is the request's target as it is.
+	host := cmp.Or(u.VirtualHost, p.Host, p.Target.Addr.String())
 	path := u.Path
-	if !strings.HasPrefix(path, "/") {
-		pu, err := neturl.Parse(path)
-		if err != nil || pu.Host == "" {
-			return done(Result{Outcome: Down, Reason: fmt.Sprintf("url %q: not a path or a URL", u.Path), Weight: -1}, start), false
-		}
-		path = pu.RequestURI()
-		if u.VirtualHost == "" && p.Host == "" {
-			host = pu.Host
-		}
-	}
-	if k := p.take(ctx, deadline.Add(-p.Target.Timeout)); k != nil {
-		k.conn.SetDeadline(deadline)
-		if ctx.Err() != nil {
-			k.conn.SetDeadline(time.Now()) // the checks are stopping
-		}
+	if k := p.take(ctx, cfg, deadline.Add(-p.Target.Timeout)); k != nil {
 		idle := k.probe != p.probes // kept by an earlier probe, not by this one's last URL
-		res, ok, keep, broken := p.exchange(k.conn, u, path, host, start)
+		res, ok, keep, broken := p.exchange(ctx, k.conn, u, path, host, start)
 		if keep {
 			k.probe = p.probes
 			p.kept = k
@@ -593,18 +711,18 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, start, deadline time.Time
 		// connection, with a connect_timeout of its own.
 		deadline = monoNow().Add(p.Target.Timeout)
 	}
-	return p.fresh(ctx, u, path, host, start, deadline)
+	return p.fresh(ctx, u, cfg, path, host, start, deadline)
 }
 
 // fresh fetches one URL on a connection of its own, opened for it, which
 // it keeps for the next probes if it may (reuse_connection).
-func (p *HTTP) fresh(ctx context.Context, u *config.URL, path, host string, start, deadline time.Time) (Result, bool) {
+func (p *HTTP) fresh(ctx context.Context, u *config.URL, cfg *tls.Config, path, host string, start, deadline time.Time) (Result, bool) {
 	// One request on a connection of its own, written and read here
 	// rather than through net/http's Transport, whose goroutines and
 	// channels per connection cost more than the request when thousands
 	// of checks run.
 	opened := deadline.Add(-p.Target.Timeout)
-	conn, err := p.dial(ctx, opened, deadline)
+	conn, err := p.dial(ctx, cfg, opened, deadline)
 	if err != nil {
 		what := "GET " + path
 		var te *tlsError
@@ -617,9 +735,9 @@ func (p *HTTP) fresh(ctx context.Context, u *config.URL, path, host string, star
 		}
 		return r, false
 	}
-	res, ok, keep, _ := p.exchange(conn, u, path, host, start)
+	res, ok, keep, _ := p.exchange(ctx, conn, u, path, host, start)
 	if keep {
-		p.kept = &kept{conn: conn, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
+		p.kept = &kept{conn: conn, tls: cfg, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
 	} else {
 		closeNow(conn)
 	}
@@ -630,6 +748,7 @@ func (p *HTTP) fresh(ctx context.Context, u *config.URL, path, host string, star
 // (reuse_connection), with nothing of it left unread.
 type kept struct {
 	conn  net.Conn
+	tls   *tls.Config     // its TLS configuration: a URL of another server name needs its own
 	until time.Time       // opened + reuse_connection: a new connection after
 	ctx   context.Context // the checks' context its stop watches
 	probe uint64          // the probe that used it last
@@ -640,9 +759,13 @@ type kept struct {
 // was idle: a 408, its close; what is waiting would be taken for the
 // answer), or watches another context: then it is closed. nil without
 // one.
-func (p *HTTP) take(ctx context.Context, now time.Time) *kept {
+func (p *HTTP) take(ctx context.Context, cfg *tls.Config, now time.Time) *kept {
 	k := p.kept
 	p.kept = nil
+	if k != nil && k.tls != cfg {
+		closeNow(k.conn) // another server name
+		return nil
+	}
 	if k == nil || k.probe == p.probes {
 		return k // none, or used by this probe's last URL a moment ago
 	}
@@ -675,71 +798,169 @@ func (p *HTTP) Close() error {
 	return nil
 }
 
-// exchange sends the request for path on conn and judges the answer.
+// request is the request for path to host, byte for byte as keepalived
+// sends it (check_http.c's request_template): its User-Agent, then
+// "Connection: close" with http_protocol 1.0C or 1.1 (none with 1.0,
+// where closing is the default), then Host. reuse_connection (a
+// directord extension) asks for "Connection: keep-alive" there instead.
+func (p *HTTP) request(path, host string) []byte {
+	b := make([]byte, 0, 64+len(path)+len(host))
+	b = append(b, "GET "...)
+	b = append(b, path...)
+	b = append(b, ' ')
+	b = append(b, p.proto...)
+	b = append(b, "\r\nUser-Agent: KeepAliveClient\r\n"...)
+	switch {
+	case p.reuse > 0:
+		b = append(b, "Connection: keep-alive\r\n"...)
+	case p.close:
+		b = append(b, "Connection: close\r\n"...)
+	}
+	b = append(b, "Host: "...)
+	b = append(b, host...)
+	return append(b, "\r\n\r\n"...)
+}
+
+// exchange sends the request for path on conn and judges the answer,
+// with keepalived's timing (check_http.c): the request and the first of
+// the answer each within connect_timeout (one from now: writing a
+// request of a few hundred bytes takes no time), then, for HTTP_GET,
+// each read within connect_timeout of the last (http_read_thread), for
+// SSL_GET the rest of the answer within one (ssl_read_thread carries the
+// time left over). The answer is read until the server closes, as
+// keepalived reads it, and judged as keepalived judges it (answer); with
+// reuse_connection, until its end as HTTP/1.1 frames it.
+//
 // broken says the connection failed (nothing, or not all, of an answer
 // came: res says why); keep that conn may carry the next request (a
 // passing answer, wholly read, that lets the connection stay open, with
 // reuse_connection).
-func (p *HTTP) exchange(conn net.Conn, u *config.URL, path, host string, start time.Time) (res Result, ok, keep, broken bool) {
+func (p *HTTP) exchange(ctx context.Context, conn net.Conn, u *config.URL, path, host string, start time.Time) (res Result, ok, keep, broken bool) {
+	setDeadline(ctx, conn, monoNow().Add(p.Target.Timeout), false)
+	if _, err := conn.Write(p.request(path, host)); err != nil {
+		return failure(start, "GET "+path, err), false, false, true
+	}
+	a := newAnswer(u)
+	r := &answerReader{ctx: ctx, conn: conn, a: a, timeout: p.Target.Timeout, perRead: p.tlsURL == nil}
+	if p.reuse > 0 {
+		return p.exchangeKept(r, u, path, start)
+	}
+	buf := buffers.Get().(*[4096]byte)
+	defer buffers.Put(buf)
+	for {
+		_, err := r.Read(buf[:])
+		if err == nil && !a.overflow {
+			continue
+		}
+		if err == nil || errors.Is(err, io.EOF) {
+			break // the end, or as much as directord reads
+		}
+		if res, failed := r.failed(start, path, err); failed {
+			return res, false, false, true
+		}
+		break
+	}
+	if why, pass := a.judge(u); !pass {
+		return done(Result{Outcome: Down, Reason: "GET " + path + ": " + why, Weight: -1}, start), false, false, false
+	}
+	return Result{}, true, false, false
+}
+
+// exchangeKept is exchange's reading with reuse_connection (a directord
+// extension): the answer is read to its end as HTTP/1.1 frames it
+// (Content-Length, chunks), so that the connection can carry the next
+// request; the answer's bytes are judged as keepalived judges them.
+func (p *HTTP) exchangeKept(r *answerReader, u *config.URL, path string, start time.Time) (res Result, ok, keep, broken bool) {
 	// The reader is lent for the exchange: a kept connection has nothing
 	// buffered, and holding 4 KB per kept connection was a third of the
 	// checks' memory at 10,000 real servers.
 	br := readers.Get().(*bufio.Reader)
-	br.Reset(conn)
+	br.Reset(r)
 	defer func() {
 		keep = keep && br.Buffered() == 0
 		br.Reset(nil)
 		readers.Put(br)
 	}()
-	connection := "close"
-	if p.reuse > 0 {
-		connection = "keep-alive"
-	}
-	if _, err := fmt.Fprintf(conn, "GET %s %s\r\nHost: %s\r\nUser-Agent: directord-healthcheck\r\nConnection: %s\r\n\r\n",
-		path, p.proto, host, connection); err != nil {
-		return failure(start, "GET "+path, err), false, false, true
-	}
 	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		return failure(start, "GET "+path, err), false, false, true
+	if err == nil {
+		// Not resp.Body.Close(), which would read the rest of a long
+		// body: the caller closes the connection unless the body was
+		// read to its end.
+		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
 	}
-	// Not resp.Body.Close(), which would read the rest of a long body:
-	// the caller closes the connection unless the body was read to its
-	// end.
-	ok = false
-	for _, r := range u.StatusCodes {
-		if r.Contains(resp.StatusCode) {
-			ok = true
+	if err != nil {
+		if res, failed := r.failed(start, path, err); failed || !r.a.inBody {
+			if !failed {
+				res = failure(start, "GET "+path, err)
+			}
+			return res, false, false, true
 		}
 	}
-	if !ok {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-		return done(Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: status %d", path, resp.StatusCode), Weight: -1},
-			start), false, false, false
+	if why, pass := r.a.judge(u); !pass {
+		return done(Result{Outcome: Down, Reason: "GET " + path + ": " + why, Weight: -1}, start), false, false, false
 	}
-	// The body is read to its end (up to maxBody), for the digest, and
-	// so that the connection can carry the next request.
-	var body io.Writer = io.Discard
-	h := md5.New()
-	if u.Digest != "" {
-		body = h
-	}
-	n, err := io.Copy(body, io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		if u.Digest == "" {
-			// keepalived's check, without a digest, is done at the
-			// status; an answer cut short is kept from the next request.
-			return Result{}, true, false, false
-		}
-		return failure(start, "GET "+path+": body", err), false, false, true
-	}
-	keep = p.reuse > 0 && !resp.Close && n < maxBody && resp.StatusCode >= 200
-	if u.Digest == "" {
-		return Result{}, true, keep, false
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, u.Digest) {
-		return done(Result{Outcome: Down, Reason: fmt.Sprintf("GET %s: digest %s, want %s", path, got, strings.ToLower(u.Digest)),
-			Weight: -1}, start), false, false, false
-	}
+	keep = err == nil && !resp.Close && !r.a.overflow && resp.StatusCode >= 200
 	return Result{}, true, keep, false
+}
+
+// buffers are the answers' read buffers, as large as keepalived's.
+var buffers = sync.Pool{New: func() any { return new([4096]byte) }}
+
+// answerReader reads an answer from conn into a, with keepalived's
+// timeouts (see exchange).
+type answerReader struct {
+	ctx     context.Context
+	conn    net.Conn
+	a       *answer
+	timeout time.Duration
+	perRead bool // HTTP_GET: each read has a timeout of its own
+	reads   int  // reads that brought something
+}
+
+func (r *answerReader) Read(b []byte) (int, error) {
+	if r.reads > 0 && (r.perRead || r.reads == 1) {
+		setDeadline(r.ctx, r.conn, monoNow().Add(r.timeout), true)
+	}
+	n, err := r.conn.Read(b)
+	if n > 0 {
+		r.reads++
+		r.a.Write(b[:n])
+	}
+	return n, err
+}
+
+// failed tells whether the read error err fails the answer, as
+// keepalived takes it: a timeout always ("Timeout HTTP read", "Timeout
+// SSL read"); another error over HTTP always ("Read error"), over TLS
+// only before the head's end (ssl_read_thread judges what came before a
+// reset, as before a close). It is silent (maybe this director's own
+// link) only if nothing at all came.
+func (r *answerReader) failed(start time.Time, path string, err error) (Result, bool) {
+	timeout := errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || r.ctx.Err() != nil
+	if !timeout && !r.perRead && r.a.inBody {
+		return Result{}, false
+	}
+	what := "GET " + path
+	if r.a.inBody {
+		what += ": body"
+	}
+	res := failure(start, what, err)
+	if r.reads > 0 {
+		res.Silent = false
+	}
+	return res, true
+}
+
+// setDeadline sets conn's deadline (its read deadline alone with read),
+// or, once ctx has ended (the checks stop), ends it now: the watch
+// that ends it (context.AfterFunc) may have run before.
+func setDeadline(ctx context.Context, conn net.Conn, t time.Time, read bool) {
+	if read {
+		conn.SetReadDeadline(t)
+	} else {
+		conn.SetDeadline(t)
+	}
+	if ctx.Err() != nil {
+		conn.SetDeadline(time.Now())
+	}
 }

@@ -228,6 +228,15 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 	}
 	var errs []error
 	share := newTLSShare()
+	cert, diags := ClientCertificate(cfg.SSL)
+	for _, d := range diags {
+		if d.Severity == config.Error {
+			errs = append(errs, errors.New(d.String()))
+		} else {
+			log.Warn(d.String())
+		}
+	}
+	share.cert = cert
 	for pi, vs := range cfg.VirtualServers {
 		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
 		for ri, rs := range vs.RealServers {

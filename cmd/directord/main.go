@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/healthcheck"
 	"github.com/directord/directord/internal/script"
 )
 
@@ -61,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID, Strict: o.strict})
+	diags = append(diags, healthcheck.Diagnostics(cfg)...) // the SSL block's files
 	for _, d := range diags {
 		fmt.Fprintln(stderr, d.String())
 	}

@@ -89,6 +89,9 @@ func TestConfigTestExitCodes(t *testing.T) {
 	// keepalived runs past an unknown state (BACKUP): so does directord,
 	// unless --strict.
 	lenient := writeConf(t, strings.Replace(goodConf, "interface eth0", "interface eth0\n    state SLAVE", 1))
+	// The SSL block's files are read for -t, as keepalived's checker
+	// reads them at its start.
+	badCert := writeConf(t, "SSL {\n    certificate /nonexistent/client.pem\n    key /nonexistent/client.key\n}\n"+goodConf)
 	tests := []struct {
 		name       string
 		args       []string
@@ -105,6 +108,7 @@ func TestConfigTestExitCodes(t *testing.T) {
 			lenient + ":3: error: state: \"SLAVE\" is not MASTER or BACKUP: BACKUP, as keepalived does (refused: --strict)"},
 		{"strict, good file", []string{"-t", "--strict", "-f", good}, exitOK, "configuration OK: " + good, ""},
 		{"missing", []string{"-t", "-f", "/nonexistent/k.conf"}, exitConfig, "", "/nonexistent/k.conf: error: cannot read configuration"},
+		{"SSL certificate missing", []string{"-t", "-f", badCert}, exitConfigTest, "", badCert + ":1: error: SSL: certificate: open /nonexistent/client.pem"},
 		{"usage", []string{"-Z"}, exitUsage, "", "unknown option -Z"},
 		{"version", []string{"--version"}, exitOK, "directord ", ""},
 		// Never run the daemon itself here: it would speak VRRP on the
