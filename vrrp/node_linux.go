@@ -73,6 +73,8 @@ type instance struct {
 	dsts     []netip.Addr
 	vips     []netip.Addr // in adverts
 	buf      []byte
+	ah       *AHState // auth_type AH
+	abuf     []byte   // the AH packet around buf's message
 
 	group   *config.SyncGroup
 	members []*instance // the others of its sync group
@@ -185,10 +187,15 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	if unicast {
 		group = netip.Addr{}
 	}
-	key := fmt.Sprintf("%s/%v/%s", ci.Interface, ipv6, group)
+	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == "AH" && !ipv6
+	key := fmt.Sprintf("%s/%v/%s/ah=%v", ci.Interface, ipv6, group, ah)
 	s := socks[key]
 	if s == nil {
-		conn, err := OpenConn(ci.Interface, ipv6, group)
+		open := OpenConn
+		if ah {
+			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
+		}
+		conn, err := open(ci.Interface, ipv6, group)
 		if err != nil {
 			return nil, err
 		}
@@ -262,11 +269,14 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	}
 	in.expect = Expect{Version: uint8(ci.Version), Interval: in.interval(), Unicast: unicast,
 		CheckSource: ci.CheckUnicastSrc && unicast}
-	if ci.Auth != nil && ci.Version == 2 {
+	switch {
+	case ah:
+		// The password is the HMAC key; the advert's field stays zero.
+		in.expect.AuthType = AuthAH
+		in.ah = &AHState{Key: NewAHKey(ci.Auth.Pass), Unicast: unicast}
+		in.abuf = make([]byte, 0, 1500)
+	case ci.Auth != nil && ci.Version == 2:
 		in.expect.AuthType = AuthSimple
-		if ci.Auth.Type == "AH" {
-			in.expect.AuthType = AuthAH
-		}
 		copy(in.expect.AuthData[:], ci.Auth.Pass)
 	}
 	for _, p := range ci.UnicastPeers {
@@ -372,6 +382,10 @@ func (n *Node) read(s *sock) {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			if de := (*DecodeError)(nil); errors.As(err, &de) {
+				s.drops[de.Reason].Add(1) // an AH packet ParseAH refused
+				continue
+			}
 			n.log.Warn("vrrp read", "interface", s.conn.Interface().Name, "err", err)
 			continue
 		}
@@ -391,6 +405,11 @@ func (n *Node) read(s *sock) {
 			in.drops[DropDestination].Add(1)
 			continue
 		}
+		backup := State(in.state.Load()) == Backup
+		if in.ah != nil && r.Src != in.primary && !in.verifyAH(r.Packet, backup) {
+			in.drops[DropAuth].Add(1)
+			continue
+		}
 		if reason := a.Check(r.TTL, r.Src, &in.expect); reason != DropNone {
 			in.drops[reason].Add(1)
 			continue
@@ -407,12 +426,22 @@ func (n *Node) read(s *sock) {
 func (in *instance) SendAdvert(prio uint8) {
 	a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: prio, Interval: in.interval(),
 		AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
+	var id uint16
+	var seq uint32
+	if in.ah != nil {
+		// One number per advert, all its unicast peers alike, as keepalived.
+		id, seq = in.ah.Next()
+	}
 	for _, dst := range in.dsts {
 		mode := PseudoHeader
 		if in.cfg.ChecksumAsV2 {
 			mode = MessageOnly
 		}
 		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, mode)
+		if err == nil && in.ah != nil {
+			h := AHHeader{Src: in.primary, Dst: dst, TTL: 255, ID: id, Seq: seq}
+			b = AppendAH(in.abuf[:0], &h, b, &in.ah.Key, in.ah.Unicast)
+		}
 		if err == nil {
 			err = in.sock.conn.Write(b, in.primary, dst)
 		}
@@ -470,6 +499,9 @@ func (in *instance) Transition(from, to State) {
 		for _, o := range in.members {
 			o.drv.Force(to, func(f bool) { o.forcing = f })
 		}
+	}
+	if to == Master && in.ah != nil {
+		in.ah.BecomeMaster()
 	}
 	switch {
 	case to == Master:
