@@ -73,8 +73,9 @@ type instance struct {
 	dsts     []netip.Addr
 	vips     []netip.Addr // in adverts
 	buf      []byte
-	ah       *AHState // auth_type AH
-	abuf     []byte   // the AH packet around buf's message
+	ah       *AHState   // auth_type AH
+	abuf     []byte     // the AH packet around buf's message
+	advSrc   netip.Addr // the last master heard as backup (read's own): skip_check_adv_addr
 
 	group   *config.SyncGroup
 	members []*instance // the others of its sync group
@@ -268,7 +269,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			Refresh: ci.Garp.MasterRefresh, RefreshRepeat: ci.Garp.MasterRefreshRepeat},
 	}
 	in.expect = Expect{Version: uint8(ci.Version), Interval: in.interval(), Unicast: unicast,
-		CheckSource: ci.CheckUnicastSrc && unicast}
+		CheckSource: ci.CheckUnicastSrc && unicast, Addrs: in.vips, CheckAddrs: true}
 	switch {
 	case ah:
 		// The password is the HMAC key; the advert's field stays zero.
@@ -410,12 +411,26 @@ func (n *Node) read(s *sock) {
 			in.drops[DropAuth].Add(1)
 			continue
 		}
-		if reason := a.Check(r.TTL, r.Src, &in.expect); reason != DropNone {
+		// keepalived checks the addresses (and the unicast source) of
+		// every advert, except, with skip_check_adv_addr, a backup's
+		// adverts from the master it heard last.
+		e := in.expect
+		if in.cfg.SkipCheckAdvAddr && backup && r.Src == in.advSrc {
+			e.CheckAddrs, e.CheckSource = false, false
+		}
+		if reason := a.Check(r.TTL, r.Src, &e); reason != DropNone {
 			in.drops[reason].Add(1)
+			if reason == DropAddrs {
+				in.node.log.Info("vrrp advert with other addresses dropped", "instance", in.cfg.Name,
+					"vrid", in.cfg.VRID, "src", r.Src, "count", len(a.Addrs), "want", len(e.Addrs))
+			}
 			continue
 		}
 		if r.Src == in.primary {
 			continue // our own advert, looped back
+		}
+		if backup && a.Priority != 0 {
+			in.advSrc = r.Src
 		}
 		in.received.Add(1)
 		in.drv.Receive(&a, r.Src)
