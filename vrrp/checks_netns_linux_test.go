@@ -2,15 +2,19 @@ package vrrp
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 
 	"github.com/directord/directord/internal/nstest"
 )
 
 // Namespace tests of what keepalived checks on receive and sets on send:
-// the address list (skip_check_adv_addr). They need root.
+// the address list (skip_check_adv_addr) and unicast_ttl. They need root.
 
 // send sends a plain advert from src with TTL 255.
 func (s sender) send(a Advert, src netip.Addr) {
@@ -73,5 +77,82 @@ func TestAdvertAddressesChecked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnicastTTL: unicast adverts leave with unicast_ttl as their TTL or
+// hop limit; without it, as keepalived 2.2.7 sends them (checked with
+// tcpdump): TTL 255 over IPv4, the kernel's default hop limit (64) over
+// IPv6.
+func TestUnicastTTL(t *testing.T) {
+	nstest.RequireRoot(t)
+	cases := []struct {
+		name, extra, proto string
+		version            int
+		vip                string
+	}{
+		{"IPv4", "unicast_peer {\n 192.0.2.2\n }", "ip4:112", 2, "192.0.2.100/24"},
+		{"IPv4 AH", ahAuth + "\nunicast_peer {\n 192.0.2.2\n }", "ip4:51", 2, "192.0.2.100/24"},
+		{"IPv6", "unicast_src_ip 2001:db8::1\nunicast_peer {\n 2001:db8::2\n }", "ip6:112", 3, "2001:db8::100/64"},
+	}
+	for i, c := range cases {
+		for _, ttl := range []int{0, 42} {
+			t.Run(fmt.Sprintf("%s unicast_ttl %d", c.name, ttl), func(t *testing.T) {
+				a := nstest.New(t, fmt.Sprintf("dd-ttl-a%d", i))
+				b := nstest.New(t, fmt.Sprintf("dd-ttl-b%d", i))
+				nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24 2001:db8::2/64")
+				extra, want := c.extra, 255
+				if c.version == 3 {
+					want = 64 // keepalived leaves IPv6 unicast to the kernel's default
+				}
+				if ttl != 0 {
+					extra += fmt.Sprintf("\nunicast_ttl %d", ttl)
+					want = ttl
+				}
+				var read func() (int, error)
+				b.Do(t, func() {
+					pc, err := net.ListenPacket(c.proto, "")
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { pc.Close() })
+					pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+					buf := make([]byte, 1500)
+					if c.version == 3 {
+						p := ipv6.NewPacketConn(pc)
+						if err := p.SetControlMessage(ipv6.FlagHopLimit, true); err != nil {
+							t.Fatal(err)
+						}
+						read = func() (int, error) {
+							_, cm, _, err := p.ReadFrom(buf)
+							if err != nil || cm == nil {
+								return 0, fmt.Errorf("read: %v (control message %v)", err, cm)
+							}
+							return cm.HopLimit, nil
+						}
+						return
+					}
+					p := ipv4.NewPacketConn(pc)
+					if err := p.SetControlMessage(ipv4.FlagTTL, true); err != nil {
+						t.Fatal(err)
+					}
+					read = func() (int, error) {
+						_, cm, _, err := p.ReadFrom(buf)
+						if err != nil || cm == nil {
+							return 0, fmt.Errorf("read: %v (control message %v)", err, cm)
+						}
+						return cm.TTL, nil
+					}
+				})
+				startNode(t, a, nstest.Instance("dda", 150, c.version, "1", c.vip, extra))
+				got, err := read()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("advert TTL %d, want %d", got, want)
+				}
+			})
+		}
 	}
 }

@@ -194,7 +194,11 @@ func (c *Conn) Write(b []byte, src, dst netip.Addr) error {
 	if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() {
 		to.Zone = c.ifi.Name
 	}
-	cm := &ipv6.ControlMessage{IfIndex: c.ifi.Index, Src: src.AsSlice(), HopLimit: 255}
+	hops := 255
+	if !dst.IsMulticast() {
+		hops = 0 // the socket's: SetUnicastTTL
+	}
+	cm := &ipv6.ControlMessage{IfIndex: c.ifi.Index, Src: src.AsSlice(), HopLimit: hops}
 	_, err := c.c6.WriteTo(b, cm, to)
 	return err
 }
@@ -222,4 +226,17 @@ func PrimaryAddr(ifi *net.Interface, ipv6Family bool) (netip.Addr, error) {
 		}
 	}
 	return netip.Addr{}, errors.New("no suitable address on " + ifi.Name)
+}
+
+// SetUnicastTTL sets the TTL (hop limit) of adverts sent to unicast peers:
+// unicast_ttl; -1 leaves the kernel's default. Multicast adverts keep 255.
+func (c *Conn) SetUnicastTTL(ttl int) error {
+	switch {
+	case c.ah != nil:
+		return nil // AH writes its own IPv4 header
+	case c.c4 != nil:
+		return c.c4.SetTTL(ttl)
+	default:
+		return c.c6.SetHopLimit(ttl)
+	}
 }

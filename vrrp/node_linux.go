@@ -190,6 +190,9 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	}
 	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == "AH" && !ipv6
 	key := fmt.Sprintf("%s/%v/%s/ah=%v", ci.Interface, ipv6, group, ah)
+	if unicast {
+		key += fmt.Sprintf("/ttl=%d", ci.UnicastTTL)
+	}
 	s := socks[key]
 	if s == nil {
 		open := OpenConn
@@ -197,6 +200,12 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
 		}
 		conn, err := open(ci.Interface, ipv6, group)
+		if err == nil && unicast {
+			if err = conn.SetUnicastTTL(ci.UnicastTTL); err != nil {
+				conn.Close()
+				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ci.Interface, err)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -455,6 +464,9 @@ func (in *instance) SendAdvert(prio uint8) {
 		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, mode)
 		if err == nil && in.ah != nil {
 			h := AHHeader{Src: in.primary, Dst: dst, TTL: 255, ID: id, Seq: seq}
+			if in.ah.Unicast {
+				h.TTL = uint8(in.cfg.UnicastTTL)
+			}
 			b = AppendAH(in.abuf[:0], &h, b, &in.ah.Key, in.ah.Unicast)
 		}
 		if err == nil {
