@@ -12,6 +12,13 @@ var Differences = map[string]map[string]string{
 		"url":           "a checker without url is an error; keepalived drops the checker silently, so the real server is never checked",
 		"fast_recovery": "read, no effect: every URL is fetched at each probe",
 	},
+	"vrrp_instance": {
+		"track_src_ip": "read, no effect, as in keepalived 2.2.7: there, removing the configured unicast_src_ip from the interface (its only address, or a secondary one) leaves the instance in its state with or without the keyword (checked in namespaces)",
+		"unicast_ttl":  "0 is refused over IPv4 without AH: the kernel does not send TTL 0 from directord's socket, where keepalived writes it in its own IPv4 header",
+	},
+	"authentication": {
+		"auth_type": "AH: an instance hears only AH packets, so a plain advert of its VRID is not counted (keepalived counts it as an authentication type mismatch); a master that takes a lower priority advert sends that advert's sequence number plus 1 next, keepalived plus 2 (both are accepted)",
+	},
 	"vrrp_sync_group": {
 		"group": "members named without group { } are read as members, with a warning; keepalived reports an unknown keyword",
 	},
