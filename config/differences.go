@@ -13,7 +13,7 @@ var Differences = map[string]map[string]string{
 		"fast_recovery": "read, no effect: every URL is fetched at each probe",
 	},
 	"vrrp_instance": {
-		"track_src_ip": "read, no effect, as in keepalived 2.2.7: there, removing the configured unicast_src_ip from the interface (its only address, or a secondary one) leaves the instance in its state with or without the keyword (checked in namespaces)",
+		"track_src_ip": "read, no effect, as in keepalived 2.2.7: there, removing the configured unicast_src_ip from the interface (its only address, or a secondary one) leaves the instance in its state with or without the keyword, and one missing at start keeps it in FAULT with or without it, as in directord (checked in namespaces)",
 		"unicast_ttl":  "0 is refused over IPv4 without AH: the kernel does not send TTL 0 from directord's socket, where keepalived writes it in its own IPv4 header",
 	},
 	"authentication": {

@@ -156,3 +156,22 @@ func TestUnicastTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestUnicastSrcAbsent: a unicast instance whose unicast_src_ip is no
+// address of the host stays in FAULT, as keepalived 2.2.7's does ("src
+// address not configured"; checked in namespaces, with and without
+// track_src_ip), instead of sending adverts no peer can answer.
+func TestUnicastSrcAbsent(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-src-a")
+	b := nstest.New(t, "dd-src-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nd := startNode(t, a, nstest.Instance("dda", 150, 2, "1", "192.0.2.100/24",
+		"unicast_src_ip 192.0.2.9\nunicast_peer {\n 192.0.2.2\n }"))
+	inFault := func() bool { st := nd.status(t); return st.State == Fault && st.Sent == 0 }
+	nstest.WaitFor(t, 2*time.Second, "FAULT", inFault)
+	nstest.HoldFor(t, 4*time.Second, "FAULT past Master_Down_Interval", inFault)
+	if a.HasAddr(t, "dda", "192.0.2.100") {
+		t.Error("the VIP was added")
+	}
+}

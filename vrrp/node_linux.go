@@ -76,6 +76,9 @@ type instance struct {
 	ah       *AHState   // auth_type AH
 	abuf     []byte     // the AH packet around buf's message
 	advSrc   netip.Addr // the last master heard as backup (read's own): skip_check_adv_addr
+	// srcMissing: a unicast instance's configured source is no address of
+	// this host, which keeps it in FAULT (srcAbsent).
+	srcMissing bool
 
 	group   *config.SyncGroup
 	members []*instance // the others of its sync group
@@ -225,6 +228,11 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		if in.primary, err = PrimaryAddr(s.conn.Interface(), ipv6); err != nil {
 			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
 		}
+	}
+	if unicast && (ci.UnicastSrcIP.IsValid() || ci.MCastSrcIP.IsValid()) && srcAbsent(in.primary) {
+		in.srcMissing = true
+		n.log.Warn("vrrp source address is not on this host: the instance stays in FAULT, as keepalived's does",
+			"instance", ci.Name, "src", in.primary)
 	}
 	if unicast {
 		// One configuration often serves both peers: our own address in
