@@ -428,12 +428,12 @@ func (n *Node) read(s *sock) {
 			in.drops[DropAuth].Add(1)
 			continue
 		}
-		// keepalived checks the addresses (and the unicast source) of
-		// every advert, except, with skip_check_adv_addr, a backup's
-		// adverts from the master it heard last.
+		// keepalived checks the addresses (and the unicast source and
+		// TTL range) of every advert, except, with skip_check_adv_addr,
+		// a backup's adverts from the master it heard last.
 		e := in.expect
 		if in.cfg.SkipCheckAdvAddr && backup && r.Src == in.advSrc {
-			e.CheckAddrs, e.CheckSource = false, false
+			e.CheckAddrs, e.CheckSource, e.MinTTL, e.MaxTTL = false, false, 0, 0
 		}
 		if reason := a.Check(r.TTL, r.Src, &e); reason != DropNone {
 			in.drops[reason].Add(1)
