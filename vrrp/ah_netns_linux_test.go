@@ -116,11 +116,21 @@ type sender struct {
 // sendAH sends an AH advert built with key.
 func (s sender) sendAH(a Advert, src netip.Addr, seq uint32, key AHKey) {
 	s.t.Helper()
+	s.sendAHPacket(s.ahPacket(a, src, seq, key), src)
+}
+
+func (s sender) ahPacket(a Advert, src netip.Addr, seq uint32, key AHKey) []byte {
+	s.t.Helper()
 	msg, err := a.AppendMarshal(nil, src, Group4, MessageOnly)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	pkt := AppendAH(nil, &AHHeader{Src: src, Dst: Group4, TTL: 255, ID: uint16(seq), Seq: seq}, msg, &key, false)
+	return AppendAH(nil, &AHHeader{Src: src, Dst: Group4, TTL: 255, ID: uint16(seq), Seq: seq}, msg, &key, false)
+}
+
+// sendAHPacket sends a whole IPv4 packet to the VRRP group.
+func (s sender) sendAHPacket(pkt []byte, src netip.Addr) {
+	s.t.Helper()
 	s.ns.Do(s.t, func() {
 		c, err := OpenAHConn(s.ifn, netip.Addr{})
 		if err != nil {
@@ -151,8 +161,8 @@ func waitCount(t *testing.T, nd *node, what string, want uint64) {
 }
 
 // TestAHReplayAndKey: a backup takes an AH advert once: the same sequence
-// number again, a lower one, a wrong key and a wrong SPI are dropped and
-// counted as auth; a higher number is taken.
+// number again, a lower one and a wrong key are dropped and counted as
+// auth; a higher number is taken; AH carrying another protocol is ignored.
 func TestAHReplayAndKey(t *testing.T) {
 	nstest.RequireRoot(t)
 	a := nstest.New(t, "dd-ahr-a")
@@ -174,6 +184,15 @@ func TestAHReplayAndKey(t *testing.T) {
 	waitCount(t, nd, "auth", 3)
 	s.sendAH(adv, src, 11, ahKey)
 	waitCount(t, nd, "received", 2)
+	// AH over another protocol (the host's IPsec) is ignored, not counted.
+	other := s.ahPacket(adv, src, 12, ahKey)
+	other[20] = 6
+	s.sendAHPacket(other, src)
+	s.sendAH(adv, src, 12, ahKey)
+	waitCount(t, nd, "received", 3)
+	if d := nd.status(t).Drops; len(d) != 1 || d["auth"] != 3 {
+		t.Errorf("drops %v, want auth 3 only", d)
+	}
 	if st := nd.status(t); st.State != Backup || st.MasterAddr != src {
 		t.Errorf("after the adverts: %+v", st)
 	}

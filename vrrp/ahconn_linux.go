@@ -59,7 +59,8 @@ func setHeaderIncluded(ip *net.IPConn) error {
 }
 
 // readAH reads one AH packet from the Conn's interface and copies its VRRP
-// message into b. A packet ParseAH refuses is returned with its
+// message into b. AH carrying another protocol is skipped, as keepalived
+// ignores it; another packet ParseAH refuses is returned with its
 // *DecodeError, to be counted.
 func (c *Conn) readAH(b []byte) (int, Received, error) {
 	for {
@@ -77,6 +78,9 @@ func (c *Conn) readAH(b []byte) (int, Received, error) {
 		}
 		r.Packet = c.ah.pkt[:n]
 		h, msg, err := ParseAH(r.Packet)
+		if de := (*DecodeError)(nil); errors.As(err, &de) && de.Reason == DropType {
+			continue // AH over another protocol: the host's IPsec, not VRRP
+		}
 		if err != nil {
 			return 0, r, err
 		}
