@@ -197,3 +197,38 @@ func TestAHReplayAndKey(t *testing.T) {
 		t.Errorf("after the adverts: %+v", st)
 	}
 }
+
+// TestAHRestartBesideKeepalived: directord restarted (its sequence counter
+// back at 0) beside keepalived, which has heard higher numbers: directord
+// takes keepalived's numbers while keepalived is master and goes on above
+// them when it preempts, so keepalived takes its adverts again and gives
+// the VIP back; no advert is refused as a replay on either side.
+func TestAHRestartBesideKeepalived(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-ahs-a")
+	b := nstest.New(t, "dd-ahs-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	vip, limit := "192.0.2.100", 8*time.Second
+	conf := nstest.Instance("dda", 150, 2, "1", vip+"/24", ahAuth)
+	nd := startNode(t, a, conf)
+	nstest.WaitFor(t, limit, "directord master", func() bool { return nd.state(t) == Master })
+	ka := nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 2, "1", vip+"/24", ahAuth))
+	nstest.HoldFor(t, 4*time.Second, "directord master, keepalived backup", func() bool {
+		return nd.state(t) == Master && !b.HasAddr(t, "ddb", vip)
+	})
+	nd.stop()
+	nstest.WaitFor(t, limit, "keepalived takes over", func() bool { return b.HasAddr(t, "ddb", vip) })
+	nd = startNode(t, a, conf)
+	converged := func() bool {
+		return nd.state(t) == Master && a.HasAddr(t, "dda", vip) && !b.HasAddr(t, "ddb", vip)
+	}
+	nstest.WaitFor(t, limit, "restarted directord master again", converged)
+	nstest.HoldFor(t, 4*time.Second, "directord master, keepalived backup", converged)
+	if d := nd.status(t).Drops; len(d) != 0 {
+		t.Errorf("the restarted directord dropped adverts: %v", d)
+	}
+	ka.Stop(10 * time.Second)
+	if bad := keepalivedAuthComplaints.FindAllString(ka.Output(), -1); len(bad) > 0 {
+		t.Errorf("keepalived refused directord's adverts: %q", bad)
+	}
+}
