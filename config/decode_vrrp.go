@@ -152,6 +152,7 @@ var instanceBlock = &block[Instance]{
 		"unicast_ttl": func(d *decoder, n *Node, in *Instance) {
 			if v, ok := d.integer(n, 0, 255); ok {
 				in.UnicastTTL = int(v)
+				markSet(&in.set, n)
 			}
 		},
 		"unicast_fault_no_peer": boolKey(func(in *Instance) *bool { return &in.UnicastFaultNoPeer }, instanceSet),

@@ -13,13 +13,18 @@ var Differences = map[string]map[string]string{
 		"fast_recovery": "read, no effect: every URL is fetched at each probe",
 	},
 	"vrrp_instance": {
-		"no_accept": "read, no effect: keepalived carries no_accept out only through nftables or iptables rules that drop traffic to a non-owner's VIPs; directord writes no firewall rules, so the VIPs take traffic as with accept (vrrp_strict's no_accept likewise)",
-		"accept":    "the default either way: directord drops no traffic to the VIPs (see no_accept)",
+		"no_accept":    "read, no effect: keepalived carries no_accept out only through nftables or iptables rules that drop traffic to a non-owner's VIPs; directord writes no firewall rules, so the VIPs take traffic as with accept (vrrp_strict's no_accept likewise)",
+		"accept":       "the default either way: directord drops no traffic to the VIPs (see no_accept)",
+		"track_src_ip": "read, no effect, as in keepalived 2.2.7: there, removing the configured unicast_src_ip from the interface (its only address, or a secondary one) leaves the instance in its state with or without the keyword, and one missing at start keeps it in FAULT with or without it, as in directord (checked in namespaces)",
+		"unicast_ttl":  "0 is refused over IPv4 without AH: the kernel does not send TTL 0 from directord's socket, where keepalived writes it in its own IPv4 header",
 	},
 	"url": {
 		"regex":         "Go's syntax (RE2): no backreferences, lookahead or lookbehind (an error for -t); \\d, \\w, \\s are ASCII; matched against the whole answer (up to 16 MiB) at once, where keepalived matches it 4 KB at a time",
 		"regex_options": "extended, ucp, allow_empty_class, alt_bsux, alt_circumflex and alt_verbnames are errors: Go's syntax has no such modes",
 		"regex_stack":   "read, no effect: Go's regular expressions need no stack",
+	},
+	"authentication": {
+		"auth_type": "AH: an instance hears only AH packets, so a plain advert of its VRID is not counted (keepalived counts it as an authentication type mismatch); a master that takes a lower priority advert sends that advert's sequence number plus 1 next, keepalived plus 2 (both are accepted)",
 	},
 	"vrrp_sync_group": {
 		"group": "members named without group { } are read as members, with a warning; keepalived reports an unknown keyword",

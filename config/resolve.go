@@ -216,6 +216,18 @@ func (d *decoder) resolveInstance(in *Instance) {
 			in.CheckUnicastSrc = true
 		}
 	}
+	if pos, ok := in.set["unicast_ttl"]; ok {
+		switch {
+		case len(in.UnicastPeers) == 0:
+			d.rep.warnf(pos, "unicast_ttl", "has no effect without unicast_peer: ignored, as keepalived does")
+		case in.UnicastTTL == 0 && in.Family == "inet" && (in.Auth == nil || in.Auth.Type != "AH"):
+			d.rep.errorf(pos, "unicast_ttl", "0 cannot be sent: the kernel refuses TTL 0 on directord's socket (keepalived writes it in its own IPv4 header)")
+		}
+	} else if in.Family == "inet6" {
+		// keepalived sets no hop limit for IPv6 unicast adverts: the
+		// kernel's default (net.ipv6.conf.*.hop_limit, 64) goes.
+		in.UnicastTTL = -1
+	}
 	d.strictMode(in)
 	// keepalived's rules for preemption, applied as it applies them.
 	if pos, ok := in.set["nopreempt"]; ok && !in.Preempt {

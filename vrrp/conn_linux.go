@@ -33,6 +33,7 @@ type Conn struct {
 	c4    *ipv4.PacketConn
 	c6    *ipv6.PacketConn
 	raw   net.PacketConn
+	ah    *ahConn // protocol 51 (auth_type AH): ahconn_linux.go
 }
 
 // Received is what a read returns besides the VRRP message.
@@ -40,6 +41,9 @@ type Received struct {
 	Src, Dst netip.Addr
 	TTL      uint8
 	IfIndex  int
+	// Packet is, on an AH Conn, the whole IPv4 packet the message came in,
+	// for VerifyAH; valid until the next Read.
+	Packet []byte
 }
 
 // OpenConn opens a VRRP socket on ifname for IPv4 (ipv6 false) or IPv6,
@@ -136,6 +140,9 @@ func (c *Conn) Close() error { return c.raw.Close() }
 // Read reads one VRRP message into b. Packets that arrive on another
 // interface (a raw socket sees every interface) are skipped.
 func (c *Conn) Read(b []byte) (int, Received, error) {
+	if c.ah != nil {
+		return c.readAH(b)
+	}
 	for {
 		var r Received
 		var n int
@@ -176,6 +183,9 @@ func (c *Conn) Read(b []byte) (int, Received, error) {
 // Write sends a VRRP message from src to dst (the group, or a unicast peer).
 func (c *Conn) Write(b []byte, src, dst netip.Addr) error {
 	to := &net.IPAddr{IP: dst.AsSlice()}
+	if c.ah != nil {
+		return c.writeAH(b, to)
+	}
 	if c.c4 != nil {
 		cm := &ipv4.ControlMessage{IfIndex: c.ifi.Index, Src: src.AsSlice()}
 		_, err := c.c4.WriteTo(b, cm, to)
@@ -184,7 +194,11 @@ func (c *Conn) Write(b []byte, src, dst netip.Addr) error {
 	if dst.IsLinkLocalUnicast() || dst.IsLinkLocalMulticast() {
 		to.Zone = c.ifi.Name
 	}
-	cm := &ipv6.ControlMessage{IfIndex: c.ifi.Index, Src: src.AsSlice(), HopLimit: 255}
+	hops := 255
+	if !dst.IsMulticast() {
+		hops = 0 // the socket's: SetUnicastTTL
+	}
+	cm := &ipv6.ControlMessage{IfIndex: c.ifi.Index, Src: src.AsSlice(), HopLimit: hops}
 	_, err := c.c6.WriteTo(b, cm, to)
 	return err
 }
@@ -212,4 +226,17 @@ func PrimaryAddr(ifi *net.Interface, ipv6Family bool) (netip.Addr, error) {
 		}
 	}
 	return netip.Addr{}, errors.New("no suitable address on " + ifi.Name)
+}
+
+// SetUnicastTTL sets the TTL (hop limit) of adverts sent to unicast peers:
+// unicast_ttl; -1 leaves the kernel's default. Multicast adverts keep 255.
+func (c *Conn) SetUnicastTTL(ttl int) error {
+	switch {
+	case c.ah != nil:
+		return nil // AH writes its own IPv4 header
+	case c.c4 != nil:
+		return c.c4.SetTTL(ttl)
+	default:
+		return c.c6.SetHopLimit(ttl)
+	}
 }

@@ -86,6 +86,12 @@ type instance struct {
 	dsts     []netip.Addr
 	vips     []netip.Addr // in adverts
 	buf      []byte
+	ah       *AHState   // auth_type AH
+	abuf     []byte     // the AH packet around buf's message
+	advSrc   netip.Addr // the last master heard as backup (read's own): skip_check_adv_addr
+	// srcMissing: a unicast instance's configured source is no address of
+	// this host, which keeps it in FAULT (srcAbsent).
+	srcMissing bool
 
 	group   *config.SyncGroup
 	members []*instance    // the others of its sync group
@@ -219,10 +225,24 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	if unicast {
 		group = netip.Addr{}
 	}
-	key := fmt.Sprintf("%s/%v/%s", ci.Interface, ipv6, group)
+	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == "AH" && !ipv6
+	key := fmt.Sprintf("%s/%v/%s/ah=%v", ci.Interface, ipv6, group, ah)
+	if unicast {
+		key += fmt.Sprintf("/ttl=%d", ci.UnicastTTL)
+	}
 	s := socks[key]
 	if s == nil {
-		conn, err := OpenConn(ci.Interface, ipv6, group)
+		open := OpenConn
+		if ah {
+			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
+		}
+		conn, err := open(ci.Interface, ipv6, group)
+		if err == nil && unicast {
+			if err = conn.SetUnicastTTL(ci.UnicastTTL); err != nil {
+				conn.Close()
+				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ci.Interface, err)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -242,6 +262,11 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		if in.primary, err = PrimaryAddr(s.conn.Interface(), ipv6); err != nil {
 			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
 		}
+	}
+	if unicast && (ci.UnicastSrcIP.IsValid() || ci.MCastSrcIP.IsValid()) && srcAbsent(in.primary) {
+		in.srcMissing = true
+		n.log.Warn("vrrp source address is not on this host: the instance stays in FAULT, as keepalived's does",
+			"instance", ci.Name, "src", in.primary)
 	}
 	if unicast {
 		// One configuration often serves both peers: our own address in
@@ -300,12 +325,15 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			Refresh: ci.Garp.MasterRefresh, RefreshRepeat: ci.Garp.MasterRefreshRepeat},
 	}
 	in.expect = Expect{Version: uint8(ci.Version), Interval: in.interval(), Unicast: unicast,
-		CheckSource: ci.CheckUnicastSrc && unicast}
-	if ci.Auth != nil && ci.Version == 2 {
+		CheckSource: ci.CheckUnicastSrc && unicast, Addrs: in.vips, CheckAddrs: true}
+	switch {
+	case ah:
+		// The password is the HMAC key; the advert's field stays zero.
+		in.expect.AuthType = AuthAH
+		in.ah = &AHState{Key: NewAHKey(ci.Auth.Pass), Unicast: unicast}
+		in.abuf = make([]byte, 0, 1500)
+	case ci.Auth != nil && ci.Version == 2:
 		in.expect.AuthType = AuthSimple
-		if ci.Auth.Type == "AH" {
-			in.expect.AuthType = AuthAH
-		}
 		copy(in.expect.AuthData[:], ci.Auth.Pass)
 	}
 	for _, p := range ci.UnicastPeers {
@@ -445,6 +473,9 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 		ni.received.Store(oi.received.Load())
 		ni.transitions.Store(oi.transitions.Load())
 		ni.since.Store(oi.since.Load())
+		if ni.ah != nil && oi.ah != nil {
+			ni.ah.Carry(oi.ah)
+		}
 		n.log.Info("vrrp reload: instance resumes", "instance", ni.cfg.Name, "vrid", ni.cfg.VRID,
 			"state", c.State.String(), "change", p.Change.String(), "what", p.What)
 	}
@@ -611,6 +642,10 @@ func (n *Node) read(s *sock) {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			if de := (*DecodeError)(nil); errors.As(err, &de) {
+				s.drops[de.Reason].Add(1) // an AH packet ParseAH refused
+				continue
+			}
 			n.log.Warn("vrrp read", "interface", s.conn.Interface().Name, "err", err)
 			continue
 		}
@@ -630,12 +665,31 @@ func (n *Node) read(s *sock) {
 			in.drops[DropDestination].Add(1)
 			continue
 		}
-		if reason := a.Check(r.TTL, r.Src, &in.expect); reason != DropNone {
+		backup := State(in.state.Load()) == Backup
+		if in.ah != nil && r.Src != in.primary && !in.verifyAH(r.Packet, backup) {
+			in.drops[DropAuth].Add(1)
+			continue
+		}
+		// keepalived checks the addresses (and the unicast source and
+		// TTL range) of every advert, except, with skip_check_adv_addr,
+		// a backup's adverts from the master it heard last.
+		e := in.expect
+		if in.cfg.SkipCheckAdvAddr && backup && r.Src == in.advSrc {
+			e.CheckAddrs, e.CheckSource, e.MinTTL, e.MaxTTL = false, false, 0, 0
+		}
+		if reason := a.Check(r.TTL, r.Src, &e); reason != DropNone {
 			in.drops[reason].Add(1)
+			if reason == DropAddrs {
+				in.node.log.Info("vrrp advert with other addresses dropped", "instance", in.cfg.Name,
+					"vrid", in.cfg.VRID, "src", r.Src, "count", len(a.Addrs), "want", len(e.Addrs))
+			}
 			continue
 		}
 		if r.Src == in.primary {
 			continue // our own advert, looped back
+		}
+		if backup && a.Priority != 0 {
+			in.advSrc = r.Src
 		}
 		in.received.Add(1)
 		in.drv.Receive(&a, r.Src)
@@ -646,12 +700,25 @@ func (n *Node) read(s *sock) {
 func (in *instance) SendAdvert(prio uint8) {
 	a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: prio, Interval: in.interval(),
 		AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
+	var id uint16
+	var seq uint32
+	if in.ah != nil {
+		// One number per advert, all its unicast peers alike, as keepalived.
+		id, seq = in.ah.Next()
+	}
 	for _, dst := range in.dsts {
 		mode := PseudoHeader
 		if in.cfg.ChecksumAsV2 {
 			mode = MessageOnly
 		}
 		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, mode)
+		if err == nil && in.ah != nil {
+			h := AHHeader{Src: in.primary, Dst: dst, TTL: 255, ID: id, Seq: seq}
+			if in.ah.Unicast {
+				h.TTL = uint8(in.cfg.UnicastTTL)
+			}
+			b = AppendAH(in.abuf[:0], &h, b, &in.ah.Key, in.ah.Unicast)
+		}
 		if err == nil {
 			err = in.sock.conn.Write(b, in.primary, dst)
 		}
@@ -709,6 +776,9 @@ func (in *instance) Transition(from, to State) {
 		for _, o := range in.members {
 			o.drv.Force(to, func(f bool) { o.forcing = f })
 		}
+	}
+	if to == Master && in.ah != nil {
+		in.ah.BecomeMaster()
 	}
 	switch {
 	case to == Master:

@@ -347,6 +347,8 @@ func FuzzUnmarshal(f *testing.F) {
 		f.Add(b, c.src == "192.0.2.1")
 	}
 	f.Add([]byte{0x21, 1, 1, 255}, true)
+	// The VRRP message inside keepalived's AH advert (auth type 2, zero data).
+	f.Add([]byte{0x21, 0x33, 0x96, 0x01, 0x02, 0x01, 0x84, 0x65, 192, 0, 2, 100, 0, 0, 0, 0, 0, 0, 0, 0}, true)
 	f.Fuzz(func(t *testing.T, b []byte, ipv4 bool) {
 		src, dst := netip.MustParseAddr("fe80::1"), netip.MustParseAddr("ff02::12")
 		if ipv4 {

@@ -62,6 +62,12 @@ func (n *Node) bequeath() {
 		if State(in.state.Load()) != Master {
 			continue
 		}
+		if in.ah != nil {
+			// An AH advert needs a sequence number above the last one
+			// sent, which the testament, written at transitions, cannot
+			// know: the peer takes over after Master_Down_Interval.
+			continue
+		}
 		a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: 0, Interval: in.interval(),
 			AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
 		mode := PseudoHeader

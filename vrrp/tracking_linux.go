@@ -189,6 +189,7 @@ func (t *tracking) effective(in *instance) (uint8, bool) {
 	if !in.cfg.DontTrackPrimary && in.cfg.Interface != "" {
 		list = append(list, Tracked{Good: t.links[in.cfg.Interface]})
 	}
+	list = append(list, Tracked{Good: !in.srcMissing})
 	return Effective(uint8(in.cfg.Priority), list)
 }
 

@@ -280,6 +280,12 @@ func (p *Process) Wait(d time.Duration) bool {
 	}
 }
 
+// Output is what the process wrote, once it has ended (Stop first).
+func (p *Process) Output() string {
+	<-p.done
+	return p.out.String()
+}
+
 // Stop interrupts the process and waits for it, killing it after d.
 func (p *Process) Stop(d time.Duration) {
 	select {
