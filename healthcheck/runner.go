@@ -455,11 +455,16 @@ func (r *Runner) Run(ctx context.Context) {
 	}
 }
 
-// first is the wait before a check's first probe: its warmup, at random
-// up to it, as keepalived, and a spread over its delay_loop, so that
-// thousands of checks start at the rate they will keep.
+// Bootstrap is the wait before any check's first probe, keepalived's
+// BOOTSTRAP_DELAY (check_api.c register_checkers_thread).
+const Bootstrap = time.Second
+
+// first is the wait before a check's first probe, as keepalived's:
+// Bootstrap plus a random part of its warmup, which defaults to its
+// delay_loop (config), so that thousands of checks start at the rate
+// they will keep; warmup 0 starts them all after Bootstrap.
 func (r *Runner) first(c *config.Checker) time.Duration {
-	d := time.Duration(rand.Int64N(int64(max(c.DelayLoop, time.Millisecond))))
+	d := Bootstrap
 	if c.Warmup > 0 {
 		d += time.Duration(rand.Int64N(int64(c.Warmup)))
 	}
