@@ -590,11 +590,17 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	if res.Outcome == Down || (res.Outcome == Unknown && c.Cfg.LogAllFailures) {
 		r.log.Debug("check failed", "real_server", s.cfg.Addr.String(), "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
 	}
-	if res.Outcome == Up && res.Weight >= 0 {
+	// misc_dynamic, as keepalived's check_misc.c: an exit code of 2 or
+	// more sets the weight, exit 0 gives the configured weight back; a
+	// failure leaves the weight alone while retries remain, and only a
+	// checker that went down drops its contribution.
+	switch {
+	case res.Outcome == Up && res.Weight >= 0:
 		c.dynamic, c.reported = res.Weight-s.cfg.Weight, true
-	}
-	if res.Outcome == Down {
-		c.dynamic, c.reported = 0, false // a failed checker's contribution is dropped
+	case res.Outcome == Up && c.Cfg.Misc != nil && c.Cfg.Misc.Dynamic:
+		c.dynamic, c.reported = 0, false
+	case res.Outcome == Down && !c.Verdict.Up():
+		c.dynamic, c.reported = 0, false
 	}
 	alive, weight := true, s.cfg.Weight
 	for _, o := range s.checks {
