@@ -224,8 +224,12 @@ var vsBlock = &block[VirtualServer]{
 				}
 			},
 			"persistence_engine": func(d *decoder, n *Node, vs *VirtualServer) {
+				// Not persistence by itself: keepalived's ipvswrapper.c
+				// sends the engine only with a persistence timeout
+				// (resolve applies it then).
 				if s, ok := d.str(n); ok {
-					vs.persistence().Engine = s
+					vs.engine = s
+					markSet(&vs.set, n)
 				}
 			},
 			"protocol": func(d *decoder, n *Node, vs *VirtualServer) {

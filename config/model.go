@@ -351,6 +351,7 @@ type VirtualServer struct {
 
 	timing timing
 	weight int
+	engine string // persistence_engine, applied only to a persistent service
 	set    map[string]Pos
 }
 
