@@ -41,7 +41,7 @@ func TestDiagnostics(t *testing.T) {
 		{"persistence_engine alone is not persistence", vsrv(" persistence_engine sip"),
 			"/k.conf:3: warning: persistence_engine: has no effect without persistence_timeout (or persistence_granularity): the service is not persistent, as in keepalived"},
 		{"unsupported checker skipped whole", vsrv(" real_server 10.0.0.2 80 {\n  SMTP_CHECK {\n   helo_name x\n   host {\n    connect_ip 1.2.3.4\n   }\n  }\n }"),
-			"/k.conf:4: warning: SMTP_CHECK: not supported by directord"},
+			"/k.conf:4: warning: SMTP_CHECK: not supported by directord (the real server is not checked by it: always alive without another checker)"},
 		{"unsupported global", "global_defs {\n notification_email {\n  a@b.c\n }\n}\n",
 			"/k.conf:2: warning: notification_email: not supported by directord (directord sends no e-mail; use notify scripts)"},
 

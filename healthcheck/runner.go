@@ -230,6 +230,10 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 	for pi, vs := range cfg.VirtualServers {
 		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
 		for ri, rs := range vs.RealServers {
+			for _, u := range rs.Unchecked {
+				log.Warn("real server not checked by a checker directord does not have", "virtual_server", vs.Pos.String(),
+					"real_server", rs.Addr.String(), "checker", u.Type, "at", u.Pos.String(), "always_alive", rs.AlwaysAlive())
+			}
 			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight}
 			if len(rs.Checkers) > 0 {
 				p.servers++ // those that can be unknown

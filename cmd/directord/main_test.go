@@ -85,6 +85,18 @@ virtual_server 192.0.2.1 443 {
 func TestConfigTestExitCodes(t *testing.T) {
 	good := writeConf(t, goodConf)
 	bad := writeConf(t, strings.Replace(goodConf, "virtual_router_id 7", "virtual_router_id 300", 1))
+	unchecked := writeConf(t, strings.Replace(goodConf, "        TCP_CHECK {\n        }\n    }\n", `        DNS_CHECK {
+        }
+    }
+    real_server 192.0.2.11 443 {
+        PING_CHECK {
+        }
+        UDP_CHECK {
+        }
+        TCP_CHECK {
+        }
+    }
+`, 1))
 	tests := []struct {
 		name       string
 		args       []string
@@ -94,6 +106,10 @@ func TestConfigTestExitCodes(t *testing.T) {
 	}{
 		{"good", []string{"-t", "-f", good}, exitOK, "configuration OK: " + good, ""},
 		{"summary", []string{"-t", "-f", good}, exitOK, "virtual_server TCP 192.0.2.1:443: wlc DR, 1 real servers, 1 checks", ""},
+		{"unchecked real servers", []string{"-t", "-f", unchecked}, exitOK,
+			"differences from keepalived that this file relies on:\n" +
+				"  real_server 192.0.2.10:443 (" + unchecked + ":11): DNS_CHECK at " + unchecked + ":12 not supported by directord; not checked at all: always alive\n" +
+				"  real_server 192.0.2.11:443 (" + unchecked + ":15): PING_CHECK at " + unchecked + ":16, UDP_CHECK at " + unchecked + ":18 not supported by directord; checked only by its other checkers\n", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
 		{"missing", []string{"-t", "-f", "/nonexistent/k.conf"}, exitConfig, "", "/nonexistent/k.conf: error: cannot read configuration"},
 		{"usage", []string{"-Z"}, exitUsage, "", "unknown option -Z"},

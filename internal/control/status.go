@@ -82,6 +82,9 @@ type Real struct {
 	Weight          int     `json:"weight"`
 	EffectiveWeight int     `json:"effective_weight"`
 	Checks          []Check `json:"checks"`
+	// Unchecked are its checkers directord does not have ("DNS_CHECK at
+	// keepalived.conf:40"): with no Checks, it is always alive.
+	Unchecked []string `json:"unchecked,omitempty"`
 }
 
 // Check is a checker's last result.
