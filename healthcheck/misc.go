@@ -38,8 +38,12 @@ func NewMisc(c *config.Checker, g *config.Global) (*Misc, error) {
 		t = c.DelayLoop
 	}
 	return &Misc{Script: m.Script, Timeout: t, Dynamic: m.Dynamic,
-		Runner: script.Runner{User: g.ScriptUser, Group: g.ScriptGroup}}, nil
+		Runner: script.Runner{User: g.ScriptUser, Group: g.ScriptGroup, TermGrace: MiscTermGrace}}, nil
 }
+
+// MiscTermGrace is how long a MISC_CHECK script past its misc_timeout has
+// after SIGTERM before SIGKILL, as keepalived's check_misc.c.
+const MiscTermGrace = 2 * time.Second
 
 // Probe runs the script.
 func (p *Misc) Probe(ctx context.Context) Result {

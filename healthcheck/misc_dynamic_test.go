@@ -86,3 +86,27 @@ virtual_server 192.0.2.1 80 {
 		<-done
 	})
 }
+
+// TestMiscTermGrace: MISC_CHECK's runner stops a script past its time as
+// keepalived's check_misc.c does, SIGTERM then SIGKILL 2 s later.
+func TestMiscTermGrace(t *testing.T) {
+	cfg := parse(t, `
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    real_server 10.0.0.1 80 {
+        MISC_CHECK {
+            misc_path /bin/true
+        }
+    }
+}
+`)
+	m, err := NewMisc(cfg.VirtualServers[0].RealServers[0].Checkers[0], &cfg.Global)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runner.TermGrace != 2*time.Second {
+		t.Errorf("TermGrace %v, want keepalived's 2s", m.Runner.TermGrace)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,6 +25,12 @@ type Runner struct {
 	// empty means keepalived_script if that user exists, else the user
 	// directord runs as.
 	User, Group string
+	// TermGrace, if set, stops a script that outlives its time as
+	// keepalived stops a MISC_CHECK (check_misc.c): SIGTERM to its
+	// process group, SIGKILL to the group TermGrace later if it is still
+	// there, and SIGKILL to the group once the script ended by the
+	// SIGTERM, for its children. Zero kills the group at once.
+	TermGrace time.Duration
 }
 
 // Result is how a run ended.
@@ -61,7 +68,24 @@ func (r Runner) Run(ctx context.Context, s *config.Script, timeout time.Duration
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = time.Second
+	var kill atomic.Pointer[time.Timer] // set by Cancel, in exec's goroutine
+	if g := r.TermGrace; g > 0 {
+		cmd.Cancel = func() error {
+			pid := cmd.Process.Pid
+			kill.Store(time.AfterFunc(g, func() { syscall.Kill(-pid, syscall.SIGKILL) }))
+			return syscall.Kill(-pid, syscall.SIGTERM)
+		}
+		// Go's own kill of the script comes after ours.
+		cmd.WaitDelay = g + time.Second
+	}
 	err = cmd.Run()
+	if k := kill.Load(); k != nil {
+		k.Stop()
+		if cmd.Process != nil {
+			// Its children, if the script went at the SIGTERM.
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
 	res := Result{ExitCode: cmd.ProcessState.ExitCode()}
 	if ctx.Err() == context.DeadlineExceeded {
 		res.TimedOut = true

@@ -65,3 +65,45 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTermGrace: with TermGrace (MISC_CHECK's, as keepalived's
+// check_misc.c), a script past its time gets SIGTERM, and can end
+// cleanly; one that ignores it is killed with SIGKILL TermGrace later;
+// its children go with it either way.
+func TestTermGrace(t *testing.T) {
+	dir := t.TempDir()
+	termed, late := filepath.Join(dir, "termed"), filepath.Join(dir, "late")
+	r := Runner{TermGrace: 2 * time.Second}
+
+	// Ends at the SIGTERM, writing that it had it; its child, sleeping,
+	// must not outlive it.
+	s := cmd(t, "/bin/sh -c 'trap \\\"touch "+termed+"; exit 3\\\" TERM; (sleep 3; touch "+late+") & while :; do sleep 0.05; done'")
+	start := time.Now()
+	res := r.Run(context.Background(), s, 200*time.Millisecond)
+	took := time.Since(start)
+	if !res.TimedOut || res.OK() {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := os.Stat(termed); err != nil {
+		t.Errorf("the script did not get SIGTERM: %v", err)
+	}
+	if took >= 2*time.Second {
+		t.Errorf("took %v: a script that ends at the SIGTERM is not waited for", took)
+	}
+
+	// Ignores SIGTERM: killed TermGrace after it.
+	s = cmd(t, "/bin/sh -c 'trap \\\"\\\" TERM; while :; do sleep 0.05; done'")
+	start = time.Now()
+	res = r.Run(context.Background(), s, 200*time.Millisecond)
+	took = time.Since(start)
+	if !res.TimedOut || res.OK() {
+		t.Fatalf("%+v", res)
+	}
+	if took < 2200*time.Millisecond {
+		t.Errorf("killed after %v: before its TermGrace after the SIGTERM", took)
+	}
+	time.Sleep(3 * time.Second) // the first script's child would have written by now
+	if _, err := os.Stat(late); err == nil {
+		t.Error("a child of the script outlived it")
+	}
+}
