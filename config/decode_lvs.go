@@ -243,7 +243,7 @@ var vsBlock = &block[VirtualServer]{
 					markSet(&vs.set, n)
 				}
 			},
-			"ha_suspend": boolKey(func(vs *VirtualServer) *bool { return &vs.HASuspend }, nil),
+			"ha_suspend": boolKey(func(vs *VirtualServer) *bool { return &vs.HASuspend }, func(vs *VirtualServer) *map[string]Pos { return &vs.set }),
 			"ops":        boolKey(func(vs *VirtualServer) *bool { return &vs.OPS }, nil),
 			"hashed": func(d *decoder, n *Node, vs *VirtualServer) {
 				d.rep.warnf(n.Pos, n.Keyword, "ignored, as keepalived 2.2 ignores it; use sh-port or mh-port")

@@ -333,6 +333,10 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 		d.rep.warnf(vs.Pos, "virtual_server", "a virtual server without a port must be persistent: persistence_timeout 360, as keepalived sets")
 		vs.persistence()
 	}
+	if vs.HASuspend && vs.FWMark != 0 {
+		d.rep.warnf(vs.set["ha_suspend"], "ha_suspend", "a fwmark virtual server has no address to wait for: ignored, as keepalived clears it")
+		vs.HASuspend = false
+	}
 	switch {
 	case vs.engine == "":
 	case vs.Persistence != nil:

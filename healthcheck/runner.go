@@ -66,12 +66,17 @@ type pool struct {
 	servers int
 	unknown map[int]bool
 	warned  bool
+	// ha matches the virtual server's addresses, with ha_suspend (nil
+	// without); suspended is set while none is on this host (SetLocal).
+	ha        func(netip.Addr) bool
+	suspended atomic.Bool
 }
 
 // Runner runs every check of a configuration, each on its own schedule
 // (one goroutine keeps them all), at most Concurrency probes at a time.
 type Runner struct {
 	checks []*Check
+	pools  []*pool
 	emit   func(Event)
 	log    *slog.Logger
 	sem    chan struct{}
@@ -228,7 +233,8 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 	var errs []error
 	share := newTLSShare()
 	for pi, vs := range cfg.VirtualServers {
-		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
+		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}, ha: haMatcher(cfg, vs)}
+		r.pools = append(r.pools, p)
 		for ri, rs := range vs.RealServers {
 			for _, u := range rs.Unchecked {
 				log.Warn("real server not checked by a checker directord does not have", "virtual_server", vs.Pos.String(),
@@ -400,7 +406,7 @@ func (r *Runner) Run(ctx context.Context) {
 		}
 	})
 	defer timer.Stop()
-	var due []entry
+	var due, idle []entry
 	for {
 		q.mu.Lock()
 		woke := monoNow()
@@ -412,10 +418,24 @@ func (r *Runner) Run(ctx context.Context) {
 		clock.set(woke)
 		now := mono(woke)
 		// With the checks due now, those due within Slack that may
-		// start early: one wake-up for many checks.
+		// start early: one wake-up for many checks. A check suspended by
+		// ha_suspend does not probe, and is due again a delay_loop later,
+		// as keepalived's disabled checkers.
 		for q.Len() > 0 && (q.entries[0].when <= now || !q.entries[0].exact && q.entries[0].when <= now+int64(Slack)) {
-			due = append(due, heap.Pop(q).(entry))
+			e := heap.Pop(q).(entry)
+			if e.c.srv.pool.suspended.Load() {
+				e.when = now + int64(max(e.c.Cfg.DelayLoop, time.Millisecond))
+				e.c.due.Store(e.when)
+				idle = append(idle, e)
+				continue
+			}
+			due = append(due, e)
 		}
+		for i, e := range idle {
+			heap.Push(q, e)
+			idle[i] = entry{}
+		}
+		idle = idle[:0]
 		wait := time.Hour
 		if q.Len() > 0 {
 			wait = time.Duration(q.entries[0].when - now)
