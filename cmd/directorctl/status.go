@@ -155,10 +155,14 @@ func weight(rs control.Real) string {
 }
 
 func checkCell(c control.Check, now time.Time) string {
-	if c.Result == "" {
-		return c.Type + " pending"
+	cell := c.Type + " pending"
+	if c.Result != "" {
+		cell = fmt.Sprintf("%s %s %s", c.Type, c.Result, ago(c.At, now))
 	}
-	return fmt.Sprintf("%s %s %s", c.Type, c.Result, ago(c.At, now))
+	if c.Suspended {
+		cell += ", suspended (ha_suspend)"
+	}
+	return cell
 }
 
 func latency(c control.Check) string {

@@ -95,6 +95,9 @@ type Check struct {
 	Reason  string        `json:"reason,omitempty"`
 	Latency time.Duration `json:"latency_ns"`
 	At      time.Time     `json:"at"`
+	// Suspended: ha_suspend holds the check while its virtual server's
+	// address is not on this host; Result is from before.
+	Suspended bool `json:"suspended,omitempty"`
 }
 
 // IPVS counts the operations the reconciler sent to the kernel.
