@@ -126,3 +126,34 @@ func TestLVSTimeoutsRestored(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckerlessAlwaysAlive: a real server without a checker (or whose
+// only checkers directord does not have) is alive from the start, alpha
+// or not, as keepalived's.
+func TestCheckerlessAlwaysAlive(t *testing.T) {
+	cfg := parse(t, `
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    alpha
+    real_server 10.0.0.1 80 {
+    }
+    real_server 10.0.0.2 80 {
+        DNS_CHECK {
+        }
+    }
+    real_server 10.0.0.3 80 {
+        TCP_CHECK { }
+    }
+}
+`)
+	ps, err := NewPools(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ps[0].InitialStates()
+	if !st[0].Alive || !st[1].Alive || st[2].Alive {
+		t.Errorf("initial states %+v, want alive, alive, down (alpha)", st)
+	}
+}
