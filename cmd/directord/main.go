@@ -143,6 +143,9 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 	// What the file relies on that directord does not do as keepalived.
 	var diffs []string
 	for _, vs := range cfg.VirtualServers {
+		if vs.HASuspend && vs.Group != "" {
+			diffs = append(diffs, fmt.Sprintf("virtual_server group %s (%s): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group", vs.Group, vs.Pos))
+		}
 		for _, rs := range vs.RealServers {
 			if len(rs.Unchecked) == 0 {
 				continue

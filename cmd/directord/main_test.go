@@ -85,6 +85,7 @@ virtual_server 192.0.2.1 443 {
 func TestConfigTestExitCodes(t *testing.T) {
 	good := writeConf(t, goodConf)
 	bad := writeConf(t, strings.Replace(goodConf, "virtual_router_id 7", "virtual_router_id 300", 1))
+	haGroup := writeConf(t, strings.Replace(goodConf, "virtual_server 192.0.2.1 443 {\n", "virtual_server_group web {\n    192.0.2.1 443\n}\nvirtual_server group web {\n    ha_suspend\n", 1))
 	unchecked := writeConf(t, strings.Replace(goodConf, "        TCP_CHECK {\n        }\n    }\n", `        DNS_CHECK {
         }
     }
@@ -110,6 +111,8 @@ func TestConfigTestExitCodes(t *testing.T) {
 			"differences from keepalived that this file relies on:\n" +
 				"  real_server 192.0.2.10:443 (" + unchecked + ":11): DNS_CHECK at " + unchecked + ":12 not supported by directord; not checked at all: always alive\n" +
 				"  real_server 192.0.2.11:443 (" + unchecked + ":15): PING_CHECK at " + unchecked + ":16, UDP_CHECK at " + unchecked + ":18 not supported by directord; checked only by its other checkers\n", ""},
+		{"ha_suspend on a group", []string{"-t", "-f", haGroup}, exitOK,
+			"  virtual_server group web (" + haGroup + ":11): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group\n", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
 		{"missing", []string{"-t", "-f", "/nonexistent/k.conf"}, exitConfig, "", "/nonexistent/k.conf: error: cannot read configuration"},
 		{"usage", []string{"-Z"}, exitUsage, "", "unknown option -Z"},
