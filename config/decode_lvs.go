@@ -233,8 +233,12 @@ var vsBlock = &block[VirtualServer]{
 				}
 			},
 			"persistence_engine": func(d *decoder, n *Node, vs *VirtualServer) {
+				// Not persistence by itself: keepalived's ipvswrapper.c
+				// sends the engine only with a persistence timeout
+				// (resolve applies it then).
 				if s, ok := d.str(n); ok {
-					vs.persistence().Engine = s
+					vs.engine = s
+					markSet(&vs.set, n)
 				}
 			},
 			"protocol": func(d *decoder, n *Node, vs *VirtualServer) {
@@ -248,7 +252,7 @@ var vsBlock = &block[VirtualServer]{
 					markSet(&vs.set, n)
 				}
 			},
-			"ha_suspend": boolKey(func(vs *VirtualServer) *bool { return &vs.HASuspend }, nil),
+			"ha_suspend": boolKey(func(vs *VirtualServer) *bool { return &vs.HASuspend }, func(vs *VirtualServer) *map[string]Pos { return &vs.set }),
 			"ops":        boolKey(func(vs *VirtualServer) *bool { return &vs.OPS }, nil),
 			"hashed": func(d *decoder, n *Node, vs *VirtualServer) {
 				d.rep.warnf(n.Pos, n.Keyword, "ignored, as keepalived 2.2 ignores it; use sh-port or mh-port")
@@ -405,8 +409,23 @@ func (d *decoder) realServer(n *Node) *RealServer {
 	}
 	rs := &RealServer{Pos: n.Pos, Addr: ap, Weight: -1, timing: unsetTiming()}
 	walk(d, n, rsBlock, rs)
+	for _, c := range n.Children {
+		if UnsupportedCheckers[c.Keyword] {
+			rs.Unchecked = append(rs.Unchecked, Unchecked{Type: c.Keyword, Pos: c.Pos})
+		}
+	}
 	return rs
 }
+
+// UnsupportedCheckers are keepalived's checkers directord does not have.
+// Such a checker is skipped with a warning, and its real server is
+// checked only by its others (Unchecked), or not at all: always alive.
+var UnsupportedCheckers = map[string]bool{
+	"SMTP_CHECK": true, "DNS_CHECK": true, "BFD_CHECK": true, "UDP_CHECK": true, "PING_CHECK": true, "FILE_CHECK": true,
+}
+
+// uncheckedWhy is the warning's detail for an unsupported checker.
+const uncheckedWhy = "the real server is not checked by it: always alive without another checker"
 
 // checkerKey returns the handler for a checker block of the given type.
 func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer) {
@@ -481,7 +500,7 @@ var rsBlock = &block[RealServer]{
 			"MISC_CHECK":         checkerKey("MISC_CHECK", miscCheckBlock),
 		}),
 	unsupported: map[string]string{
-		"SMTP_CHECK": "", "DNS_CHECK": "", "BFD_CHECK": "", "UDP_CHECK": "", "PING_CHECK": "", "FILE_CHECK": "",
+		"SMTP_CHECK": uncheckedWhy, "DNS_CHECK": uncheckedWhy, "BFD_CHECK": uncheckedWhy, "UDP_CHECK": uncheckedWhy, "PING_CHECK": uncheckedWhy, "FILE_CHECK": uncheckedWhy,
 		"smtp_alert": "directord sends no e-mail; use notify_up/notify_down",
 		"snmp_name":  "directord has no SNMP interface",
 	},

@@ -57,8 +57,12 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:4: warning: xyzzy: unknown keyword in vrrp_instance, ignored as keepalived does"},
 		{"unsupported feature, not a typo", vi(" use_vmac"),
 			"/k.conf:4: warning: use_vmac: not supported by directord (directord moves addresses on the instance's interface)"},
+		{"persistence_engine alone is not persistence", vsrv(" persistence_engine sip"),
+			"/k.conf:3: warning: persistence_engine: has no effect without persistence_timeout (or persistence_granularity): the service is not persistent, as in keepalived"},
+		{"ha_suspend on a fwmark", "virtual_server fwmark 5 {\n lb_algo rr\n ha_suspend\n}\n",
+			"/k.conf:3: warning: ha_suspend: a fwmark virtual server has no address to wait for: ignored, as keepalived clears it"},
 		{"unsupported checker skipped whole", vsrv(" real_server 10.0.0.2 80 {\n  SMTP_CHECK {\n   helo_name x\n   host {\n    connect_ip 1.2.3.4\n   }\n  }\n }"),
-			"/k.conf:4: warning: SMTP_CHECK: not supported by directord"},
+			"/k.conf:4: warning: SMTP_CHECK: not supported by directord (the real server is not checked by it: always alive without another checker)"},
 		{"unsupported global", "global_defs {\n notification_email {\n  a@b.c\n }\n}\n",
 			"/k.conf:2: warning: notification_email: not supported by directord (directord sends no e-mail; use notify scripts)"},
 

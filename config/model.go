@@ -359,6 +359,7 @@ type VirtualServer struct {
 
 	timing timing
 	weight int
+	engine string // persistence_engine, applied only to a persistent service
 	set    map[string]Pos
 }
 
@@ -383,10 +384,27 @@ type RealServer struct {
 	NotifyDown       *Script        `json:"notify_down,omitempty"`
 	VirtualHost      string         `json:"virtualhost,omitempty"`
 	Checkers         []*Checker     `json:"checkers,omitempty"`
+	// Unchecked are the checkers of the file directord does not have
+	// (UnsupportedCheckers), which check nothing: with no Checkers, the
+	// real server is always alive.
+	Unchecked []Unchecked `json:"unchecked,omitempty"`
 
 	timing timing
 	set    map[string]Pos
 }
+
+// Unchecked is a checker directord does not have, where the file has it.
+type Unchecked struct {
+	Type string `json:"type"` // DNS_CHECK, SMTP_CHECK ...
+	Pos  Pos    `json:"pos"`
+}
+
+// String is the checker and where: "DNS_CHECK at keepalived.conf:40".
+func (u Unchecked) String() string { return u.Type + " at " + u.Pos.String() }
+
+// AlwaysAlive tells whether rs is taken as alive whatever its health
+// because its only checkers are ones directord does not have.
+func (rs *RealServer) AlwaysAlive() bool { return len(rs.Checkers) == 0 && len(rs.Unchecked) > 0 }
 
 // Checker is one health check of a real server, with every timing resolved
 // (checker, else real server, else virtual server, else keepalived's

@@ -397,6 +397,17 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 		d.rep.warnf(vs.Pos, "virtual_server", "a virtual server without a port must be persistent: persistence_timeout 360, as keepalived sets")
 		vs.persistence()
 	}
+	if vs.HASuspend && vs.FWMark != 0 {
+		d.rep.warnf(vs.set["ha_suspend"], "ha_suspend", "a fwmark virtual server has no address to wait for: ignored, as keepalived clears it")
+		vs.HASuspend = false
+	}
+	switch {
+	case vs.engine == "":
+	case vs.Persistence != nil:
+		vs.Persistence.Engine = vs.engine
+	default:
+		d.rep.warnf(vs.set["persistence_engine"], "persistence_engine", "has no effect without persistence_timeout (or persistence_granularity): the service is not persistent, as in keepalived")
+	}
 	if vs.Persistence != nil && vs.Persistence.Granularity != "" {
 		g := vs.Persistence.Granularity
 		if fam := vs.familyGuess(); (fam == "inet" && !strings.Contains(g, ".")) || (fam == "inet6" && strings.Contains(g, ".")) {

@@ -20,6 +20,7 @@ type Kernel interface {
 	ipvs.Kernel
 	SyncKernel
 	Flush() error
+	Timeouts() (ipvs.Timeouts, error)
 	SetTimeouts(ipvs.Timeouts) error
 }
 
@@ -36,6 +37,7 @@ type LVS struct {
 	states [][]RealState
 	rec    *ipvs.Reconciler
 	syncd  *SyncDaemons
+	tmo    timeouts // lvs_timeouts, and the kernel's own to restore
 
 	// KeepOnStop leaves the virtual servers in the kernel at stop
 	// (keepalived's --dont-release-ipvs), for a restart that adopts them
@@ -219,10 +221,8 @@ func (l *LVS) Run(ctx context.Context) error {
 			l.log.Error("lvs_flush", "err", err)
 		}
 	}
-	if t := g.LVSTimeouts; t != nil {
-		if err := l.k.SetTimeouts(ipvs.Timeouts{TCP: t.TCP, TCPFin: t.TCPFin, UDP: t.UDP}); err != nil {
-			l.log.Error("lvs_timeouts", "err", err)
-		}
+	if err := l.tmo.apply(l.k, g.LVSTimeouts); err != nil {
+		l.log.Error("lvs_timeouts", "err", err)
 	}
 	l.flush = time.NewTimer(time.Hour)
 	l.flush.Stop()
@@ -329,14 +329,34 @@ func (l *LVS) syncState() bool {
 	return true
 }
 
-// stop removes directord's virtual servers from the kernel, as keepalived
-// does, or flushes the whole table with lvs_flush_on_stop ALL, or leaves
-// them with KeepOnStop. The sync daemons stop. Virtual servers with omega
-// run their quorum_down script, as keepalived does at shutdown.
+// stop does what keepalived's checker does at shutdown (check_daemon.c
+// checker_terminate_phase1, ipwrapper.c clear_services): unless
+// KeepOnStop (-I, which skips all of it), virtual servers with omega run
+// notify_down of each alive real server in the table (not with
+// lvs_flush_on_stop, which removes whole services), then quorum_down;
+// then directord's virtual servers go (or the whole table with
+// lvs_flush_on_stop ALL). The kernel's own connection timeouts come back
+// in every case (keepalived's ipvs_stop). The sync daemons stop.
 func (l *LVS) stop() error {
-	for _, p := range l.pools {
-		if p.VS.Omega && p.VS.QuorumDown != nil {
-			l.Notify(p.VS.QuorumDown)
+	g := l.cfg.Global
+	if !l.KeepOnStop {
+		for i, p := range l.pools {
+			if !p.VS.Omega {
+				continue
+			}
+			if g.LVSFlushOnStop == "" && i < len(l.states) {
+				for j, rs := range p.VS.RealServers {
+					if j >= len(l.states[i]) || rs.NotifyDown == nil {
+						continue
+					}
+					if _, in := p.weightOf(rs, l.states[i][j]); in && l.states[i][j].Alive {
+						l.Notify(rs.NotifyDown)
+					}
+				}
+			}
+			if p.VS.QuorumDown != nil {
+				l.Notify(p.VS.QuorumDown)
+			}
 		}
 	}
 	l.Close() // no more scripts; those queued run
@@ -349,11 +369,11 @@ func (l *LVS) stop() error {
 	}
 	var errs []error
 	switch {
-	case l.cfg.Global.LVSFlushOnStop == "ALL":
+	case l.KeepOnStop:
+		l.log.Info("leaving the virtual servers in the kernel (--dont-release-ipvs)")
+	case g.LVSFlushOnStop == "ALL":
 		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
 		errs = append(errs, l.k.Flush())
-	case l.KeepOnStop && l.cfg.Global.LVSFlushOnStop == "":
-		l.log.Info("leaving the virtual servers in the kernel (--dont-release-ipvs)")
 	default:
 		// As keepalived: the virtual servers directord made (or adopted)
 		// go, read from the kernel afresh; someone else's stay.
@@ -362,6 +382,7 @@ func (l *LVS) stop() error {
 		l.log.Info("removing directord's virtual servers", "operations", len(res.Ops))
 		errs = append(errs, err)
 	}
+	errs = append(errs, l.tmo.restore(l.k))
 	if d := l.syncd.FlushWait(); d > 0 {
 		// The peer taking over needs the connections of our last
 		// seconds, which the kernel sends within this.

@@ -68,8 +68,36 @@ func (k *fakeKernel) Flush() error {
 	return nil
 }
 
+// kernelTimeouts are the kernel's defaults, the fake's until set.
+var kernelTimeouts = ipvs.Timeouts{TCP: 900 * time.Second, TCPFin: 120 * time.Second, UDP: 300 * time.Second}
+
+func (k *fakeKernel) Timeouts() (ipvs.Timeouts, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.timeouts) == 0 {
+		return kernelTimeouts, nil
+	}
+	return k.timeouts[len(k.timeouts)-1], nil
+}
+
+// SetTimeouts keeps each setting, the fields left 0 as they were.
 func (k *fakeKernel) SetTimeouts(t ipvs.Timeouts) error {
-	k.timeouts = append(k.timeouts, t)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	cur := kernelTimeouts
+	if len(k.timeouts) > 0 {
+		cur = k.timeouts[len(k.timeouts)-1]
+	}
+	if t.TCP > 0 {
+		cur.TCP = t.TCP
+	}
+	if t.TCPFin > 0 {
+		cur.TCPFin = t.TCPFin
+	}
+	if t.UDP > 0 {
+		cur.UDP = t.UDP
+	}
+	k.timeouts = append(k.timeouts, cur)
 	return nil
 }
 
@@ -115,7 +143,7 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		if got := k.lines(); !reflect.DeepEqual(got, want) {
 			t.Errorf("table %q, want %q", got, want)
 		}
-		if len(k.timeouts) != 1 || k.timeouts[0] != (ipvs.Timeouts{TCP: 900 * time.Second, UDP: time.Minute}) {
+		if len(k.timeouts) != 1 || k.timeouts[0] != (ipvs.Timeouts{TCP: 900 * time.Second, TCPFin: 120 * time.Second, UDP: time.Minute}) {
 			t.Errorf("timeouts %+v", k.timeouts)
 		}
 		if _, ok := k.snapshot()[ipvs.SyncBackup]; !ok || len(k.snapshot()) != 1 {
@@ -231,9 +259,10 @@ func TestLVSFlushOptions(t *testing.T) {
 		{"", true, 0, 4, true},            // -I: all stay
 		{"lvs_flush", false, 1, 0, false}, // a flush at start, as keepalived
 		{"lvs_flush_on_stop", false, 1, 0, false},
-		{"lvs_flush_on_stop", true, 1, 0, false},
+		{"lvs_flush_on_stop", true, 0, 4, true}, // -I skips the shutdown, as keepalived's
+
 		{"lvs_flush_on_stop VS", false, 0, 1, true},
-		{"lvs_flush_on_stop VS", true, 0, 1, true},
+		{"lvs_flush_on_stop VS", true, 0, 4, true},
 	} {
 		t.Run(fmt.Sprintf("%s keep=%v", tt.global, tt.keep), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

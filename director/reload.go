@@ -81,9 +81,11 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 				rerr = errors.New("ipvs sync daemon: not as configured; trying again at the next resync")
 			}
 		}
-		if t := g.LVSTimeouts; t != nil && !reflect.DeepEqual(t, og.LVSTimeouts) {
-			if err := l.k.SetTimeouts(ipvs.Timeouts{TCP: t.TCP, TCPFin: t.TCPFin, UDP: t.UDP}); err != nil {
-				rerr = errors.Join(rerr, fmt.Errorf("lvs_timeouts: %w", err))
+		if !reflect.DeepEqual(g.LVSTimeouts, og.LVSTimeouts) {
+			// Set as the new file asks, or, gone from it, the kernel's
+			// own back, as keepalived's reload.
+			if err := l.tmo.apply(l.k, g.LVSTimeouts); err != nil {
+				rerr = errors.Join(rerr, err)
 			}
 		}
 		l.cfg, l.pools, l.states = cfg, pools, states

@@ -67,12 +67,17 @@ type pool struct {
 	servers int
 	unknown map[int]bool
 	warned  bool
+	// ha matches the virtual server's addresses, with ha_suspend (nil
+	// without); suspended is set while none is on this host (SetLocal).
+	ha        func(netip.Addr) bool
+	suspended atomic.Bool
 }
 
 // Runner runs every check of a configuration, each on its own schedule
 // (one goroutine keeps them all), at most Concurrency probes at a time.
 type Runner struct {
 	checks []*Check
+	pools  []*pool
 	emit   func(Event)
 	log    *slog.Logger
 	sem    chan struct{}
@@ -238,8 +243,13 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 	}
 	share.cert = cert
 	for pi, vs := range cfg.VirtualServers {
-		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}}
+		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}, ha: haMatcher(cfg, vs)}
+		r.pools = append(r.pools, p)
 		for ri, rs := range vs.RealServers {
+			for _, u := range rs.Unchecked {
+				log.Warn("real server not checked by a checker directord does not have", "virtual_server", vs.Pos.String(),
+					"real_server", rs.Addr.String(), "checker", u.Type, "at", u.Pos.String(), "always_alive", rs.AlwaysAlive())
+			}
 			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight}
 			for _, c := range rs.Checkers {
 				var pr Prober
@@ -412,7 +422,7 @@ func (r *Runner) Run(ctx context.Context) {
 		}
 	})
 	defer timer.Stop()
-	var due []entry
+	var due, idle []entry
 	for {
 		q.mu.Lock()
 		woke := monoNow()
@@ -424,10 +434,24 @@ func (r *Runner) Run(ctx context.Context) {
 		clock.set(woke)
 		now := mono(woke)
 		// With the checks due now, those due within Slack that may
-		// start early: one wake-up for many checks.
+		// start early: one wake-up for many checks. A check suspended by
+		// ha_suspend does not probe, and is due again a delay_loop later,
+		// as keepalived's disabled checkers.
 		for q.Len() > 0 && (q.entries[0].when <= now || !q.entries[0].exact && q.entries[0].when <= now+int64(Slack)) {
-			due = append(due, heap.Pop(q).(entry))
+			e := heap.Pop(q).(entry)
+			if e.c.srv.pool.suspended.Load() {
+				e.when = now + int64(max(e.c.Cfg.DelayLoop, time.Millisecond))
+				e.c.due.Store(e.when)
+				idle = append(idle, e)
+				continue
+			}
+			due = append(due, e)
 		}
+		for i, e := range idle {
+			heap.Push(q, e)
+			idle[i] = entry{}
+		}
+		idle = idle[:0]
 		wait := time.Hour
 		if q.Len() > 0 {
 			wait = time.Duration(q.entries[0].when - now)
@@ -471,11 +495,16 @@ func (r *Runner) Run(ctx context.Context) {
 	}
 }
 
-// first is the wait before a check's first probe: its warmup, at random
-// up to it, as keepalived, and a spread over its delay_loop, so that
-// thousands of checks start at the rate they will keep.
+// Bootstrap is the wait before any check's first probe, keepalived's
+// BOOTSTRAP_DELAY (check_api.c register_checkers_thread).
+const Bootstrap = time.Second
+
+// first is the wait before a check's first probe, as keepalived's:
+// Bootstrap plus a random part of its warmup, which defaults to its
+// delay_loop (config), so that thousands of checks start at the rate
+// they will keep; warmup 0 starts them all after Bootstrap.
 func (r *Runner) first(c *config.Checker) time.Duration {
-	d := time.Duration(rand.Int64N(int64(max(c.DelayLoop, time.Millisecond))))
+	d := Bootstrap
 	if c.Warmup > 0 {
 		d += time.Duration(rand.Int64N(int64(c.Warmup)))
 	}
@@ -601,11 +630,17 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	if res.Outcome == Down || (res.Outcome == Unknown && c.Cfg.LogAllFailures) {
 		r.log.Debug("check failed", "real_server", s.cfg.Addr.String(), "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
 	}
-	if res.Outcome == Up && res.Weight >= 0 {
+	// misc_dynamic, as keepalived's check_misc.c: an exit code of 2 or
+	// more sets the weight, exit 0 gives the configured weight back; a
+	// failure leaves the weight alone while retries remain, and only a
+	// checker that went down drops its contribution.
+	switch {
+	case res.Outcome == Up && res.Weight >= 0:
 		c.dynamic, c.reported = res.Weight-s.cfg.Weight, true
-	}
-	if res.Outcome == Down {
-		c.dynamic, c.reported = 0, false // a failed checker's contribution is dropped
+	case res.Outcome == Up && c.Cfg.Misc != nil && c.Cfg.Misc.Dynamic:
+		c.dynamic, c.reported = 0, false
+	case res.Outcome == Down && !c.Verdict.Up():
+		c.dynamic, c.reported = 0, false
 	}
 	alive, weight := true, s.cfg.Weight
 	for _, o := range s.checks {

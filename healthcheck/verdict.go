@@ -57,12 +57,18 @@ type Result struct {
 // that many consecutive successes and failures instead (Fall replaces
 // retry+1). Unknown results change nothing and are tried again after
 // delay_before_retry.
+//
+// A checker that starts up (without alpha) is up on no evidence: as in
+// keepalived (check_data.c sets retry_it to retry before the first run),
+// its first failure takes it down at once, before any success has shown
+// the real server works; the retries (or Fall) count only after one.
 type Verdict struct {
 	Retry      int
 	Rise, Fall int // 0: keepalived's behaviour
 	up         bool
-	fails      int // consecutive failures
-	successes  int // consecutive successes
+	fails      int  // consecutive failures
+	successes  int  // consecutive successes
+	proven     bool // a success or a failure was seen: the start's assumption is over
 }
 
 // NewVerdict starts a checker up, or down with alpha.
@@ -79,6 +85,7 @@ func (v *Verdict) Up() bool { return v.up }
 func (v *Verdict) Next(o Outcome) (changed, retry bool) {
 	switch o {
 	case Up:
+		v.proven = true
 		v.fails = 0
 		v.successes++
 		if !v.up && v.successes >= max(v.Rise, 1) {
@@ -90,12 +97,17 @@ func (v *Verdict) Next(o Outcome) (changed, retry bool) {
 	case Down:
 		v.successes = 0
 		v.fails++
+		first := !v.proven
+		v.proven = true
 		if !v.up {
 			return false, false
 		}
 		need := v.Retry + 1
 		if v.Fall > 0 {
 			need = v.Fall
+		}
+		if first {
+			need = 1
 		}
 		if v.fails >= need {
 			v.up = false

@@ -136,6 +136,10 @@ func sampleStatus() control.Status {
 					{Type: "TCP_CHECK", Result: "down", Reason: "connection refused", Latency: 300 * time.Microsecond, At: t0.Add(2*time.Hour - 3*time.Second)},
 				}},
 				{Addr: "10.0.1.2:80", Weight: 2, EffectiveWeight: 0, Checks: []control.Check{{Type: "HTTP_GET"}}},
+				{Addr: "10.0.1.4:80", Alive: true, Weight: 1, EffectiveWeight: 1, Checks: []control.Check{
+					{Type: "TCP_CHECK", Result: "up", Latency: 200 * time.Microsecond, At: t0.Add(time.Hour), Suspended: true}}},
+				{Addr: "10.0.1.3:80", Alive: true, Weight: 1, EffectiveWeight: 1, Checks: []control.Check{},
+					Unchecked: []string{"DNS_CHECK at keepalived.conf:60"}},
 			},
 		}},
 		Drained: []string{"10.0.0.2:443"},
@@ -170,6 +174,10 @@ func TestCommands(t *testing.T) {
 		wantDrains map[string]bool
 	}{
 		{name: "status", args: []string{"status"}, wantOut: []string{"directord 1.2.3, pid 4242", "VI_1", "10.0.0.2:443  drained (up)"}},
+		{name: "status of a suspended check", args: []string{"status"},
+			wantOut: []string{"ago, suspended (ha_suspend)"}},
+		{name: "status of an unchecked real server", args: []string{"status"},
+			wantOut: []string{"10.0.1.3:80  up (unchecked)  1→1       not run", "DNS_CHECK at keepalived.conf:60 not supported by directord: checks nothing; UNCHECKED, always alive"}},
 		{name: "drain", args: []string{"drain", "10.0.0.2:443"},
 			wantOut:    []string{"drained 10.0.0.2:443: weight 0", "established connections continue", "until: directorctl undrain 10.0.0.2:443"},
 			wantDrains: map[string]bool{"10.0.0.2:443": true}},

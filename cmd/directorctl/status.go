@@ -67,7 +67,7 @@ func writeStatus(w io.Writer, st control.Status, now time.Time) error {
 		rows := [][]string{{"ADDR", "HEALTH", "WEIGHT", "LAST CHECK", "LATENCY", "REASON"}}
 		for _, rs := range vs.Reals {
 			first := []string{rs.Addr, health(rs), weight(rs)}
-			if len(rs.Checks) == 0 {
+			if len(rs.Checks) == 0 && len(rs.Unchecked) == 0 {
 				rows = append(rows, append(first, "none", "-", ""))
 				continue
 			}
@@ -77,6 +77,19 @@ func writeStatus(w io.Writer, st control.Status, now time.Time) error {
 					lead = []string{"", "", ""}
 				}
 				rows = append(rows, append(lead, checkCell(c, now), latency(c), c.Reason))
+			}
+			// Checkers directord does not have check nothing: said on
+			// their own lines, so that no one takes "up" for a verdict.
+			for i, u := range rs.Unchecked {
+				lead := first
+				if i > 0 || len(rs.Checks) > 0 {
+					lead = []string{"", "", ""}
+				}
+				why := "not supported by directord: checks nothing"
+				if len(rs.Checks) == 0 {
+					why += "; UNCHECKED, always alive"
+				}
+				rows = append(rows, append(lead, "not run", "-", u+" "+why))
 			}
 		}
 		table(&b, "    ", rows)
@@ -122,6 +135,9 @@ func health(rs control.Real) string {
 	if rs.Alive {
 		h = "up"
 	}
+	if len(rs.Checks) == 0 && len(rs.Unchecked) > 0 {
+		h += " (unchecked)"
+	}
 	if rs.Drained {
 		return "drained (" + h + ")"
 	}
@@ -139,10 +155,14 @@ func weight(rs control.Real) string {
 }
 
 func checkCell(c control.Check, now time.Time) string {
-	if c.Result == "" {
-		return c.Type + " pending"
+	cell := c.Type + " pending"
+	if c.Result != "" {
+		cell = fmt.Sprintf("%s %s %s", c.Type, c.Result, ago(c.At, now))
 	}
-	return fmt.Sprintf("%s %s %s", c.Type, c.Result, ago(c.At, now))
+	if c.Suspended {
+		cell += ", suspended (ha_suspend)"
+	}
+	return cell
 }
 
 func latency(c control.Check) string {

@@ -55,6 +55,14 @@ type daemon struct {
 	gen        int  // the checks' generation, for LVS.ReportGen
 	closing    bool // shutdown has begun: no reload starts anything again
 
+	// ha_suspend: the host's addresses, followed once a configuration
+	// uses it, fed to the running checks (haChecks) at each change.
+	haMu     sync.Mutex
+	haAddrs  *healthcheck.LocalAddrs
+	haStop   context.CancelFunc
+	haDone   chan struct{}
+	haChecks *healthcheck.Runner
+
 	// view is what status, metrics and the watchdog read, published after
 	// every change so that they never wait for a reload.
 	view atomic.Pointer[view]
@@ -340,10 +348,56 @@ type checkSet struct {
 
 // runChecks starts checks; d.gen must be theirs.
 func (d *daemon) runChecks(cs *checkSet) {
+	d.feedHASuspend(cs.r)
 	d.checks, d.checksCtx, d.checksStop, d.checksDone = cs.r, cs.ctx, cs.cancel, make(chan struct{})
 	done := d.checksDone
 	go func() { defer close(done); cs.r.Run(cs.ctx) }()
 	d.log.Debug("health checks running", "generation", d.gen, "checks", len(cs.r.Checks()))
+}
+
+// feedHASuspend gives r the host's addresses before it runs, and at each
+// change after, when its configuration has ha_suspend: the address watch
+// starts with the first such configuration and lasts until shutdown. A
+// watch that cannot start leaves the checks running, unsuspended.
+func (d *daemon) feedHASuspend(r *healthcheck.Runner) {
+	d.haMu.Lock()
+	defer d.haMu.Unlock()
+	d.haChecks = r
+	if !r.UsesHASuspend() {
+		return
+	}
+	if d.haAddrs == nil {
+		w, err := healthcheck.WatchLocalAddrs(d.log)
+		if err != nil {
+			d.log.Error("ha_suspend: cannot follow this host's addresses; the checks run unsuspended", "err", err)
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		d.haAddrs, d.haStop, d.haDone = w, cancel, make(chan struct{})
+		go func() {
+			defer close(d.haDone)
+			w.Run(ctx, func() {
+				d.haMu.Lock()
+				defer d.haMu.Unlock()
+				if d.haChecks != nil {
+					d.haChecks.SetLocal(w.Addrs())
+				}
+			})
+		}()
+	}
+	r.SetLocal(d.haAddrs.Addrs())
+}
+
+// stopHASuspend ends the address watch.
+func (d *daemon) stopHASuspend() {
+	d.haMu.Lock()
+	stop, done := d.haStop, d.haDone
+	d.haAddrs, d.haStop, d.haChecks = nil, nil, nil
+	d.haMu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
 }
 
 // stopChecks stops the running checks and waits for their probes.
@@ -429,6 +483,7 @@ func (d *daemon) shutdown() error {
 		d.guard = nil
 	}
 	d.stopChecks()
+	d.stopHASuspend()
 	if d.lvs != nil {
 		d.lvsStop()
 		errs = append(errs, <-d.lvsDone)

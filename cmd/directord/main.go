@@ -182,6 +182,33 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		out("virtual_server %s: %s %s, %d real servers, %d checks\n",
 			id, vs.Scheduler, vs.Method.Kind, len(vs.RealServers), checks)
 	}
+	// What the file relies on that directord does not do as keepalived.
+	var diffs []string
+	for _, vs := range cfg.VirtualServers {
+		if vs.HASuspend && vs.Group != "" {
+			diffs = append(diffs, fmt.Sprintf("virtual_server group %s (%s): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group", vs.Group, vs.Pos))
+		}
+		for _, rs := range vs.RealServers {
+			if len(rs.Unchecked) == 0 {
+				continue
+			}
+			var u []string
+			for _, c := range rs.Unchecked {
+				u = append(u, c.String())
+			}
+			then := "checked only by its other checkers"
+			if rs.AlwaysAlive() {
+				then = "not checked at all: always alive"
+			}
+			diffs = append(diffs, fmt.Sprintf("real_server %s (%s): %s not supported by directord; %s", rs.Addr, rs.Pos, strings.Join(u, ", "), then))
+		}
+	}
+	if len(diffs) > 0 {
+		out("differences from keepalived that this file relies on:\n")
+		for _, d := range diffs {
+			out("  %s\n", d)
+		}
+	}
 	warnings, unsupported := 0, 0
 	for _, d := range diags {
 		if d.Unsupported {

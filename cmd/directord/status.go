@@ -79,7 +79,7 @@ func (d *daemon) Status() control.Status {
 			for _, c := range v.checks.Checks() {
 				p, r := c.Where()
 				res, at := c.Last()
-				cc := control.Check{Type: c.Cfg.Type, Reason: res.Reason, Latency: res.Latency, At: at}
+				cc := control.Check{Type: c.Cfg.Type, Reason: res.Reason, Latency: res.Latency, At: at, Suspended: c.Suspended()}
 				if !at.IsZero() {
 					cc.Result = res.Outcome.String()
 				}
@@ -94,8 +94,14 @@ func (d *daemon) Status() control.Status {
 				if cs == nil {
 					cs = []control.Check{}
 				}
-				vs.Reals = append(vs.Reals, control.Real{Addr: r.Addr.String(), Alive: r.Alive, Drained: r.Drained,
-					Weight: r.Weight, EffectiveWeight: r.Effective, Checks: cs})
+				cr := control.Real{Addr: r.Addr.String(), Alive: r.Alive, Drained: r.Drained,
+					Weight: r.Weight, EffectiveWeight: r.Effective, Checks: cs}
+				if ri < len(p.VS.RealServers) {
+					for _, u := range p.VS.RealServers[ri].Unchecked {
+						cr.Unchecked = append(cr.Unchecked, u.String())
+					}
+				}
+				vs.Reals = append(vs.Reals, cr)
 			}
 			st.VirtualServers = append(st.VirtualServers, vs)
 		}

@@ -82,6 +82,9 @@ type Real struct {
 	Weight          int     `json:"weight"`
 	EffectiveWeight int     `json:"effective_weight"`
 	Checks          []Check `json:"checks"`
+	// Unchecked are its checkers directord does not have ("DNS_CHECK at
+	// keepalived.conf:40"): with no Checks, it is always alive.
+	Unchecked []string `json:"unchecked,omitempty"`
 }
 
 // Check is a checker's last result.
@@ -92,6 +95,9 @@ type Check struct {
 	Reason  string        `json:"reason,omitempty"`
 	Latency time.Duration `json:"latency_ns"`
 	At      time.Time     `json:"at"`
+	// Suspended: ha_suspend holds the check while its virtual server's
+	// address is not on this host; Result is from before.
+	Suspended bool `json:"suspended,omitempty"`
 }
 
 // IPVS counts the operations the reconciler sent to the kernel.
