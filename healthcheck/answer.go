@@ -107,11 +107,6 @@ func (a *answer) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-// done tells whether the answer has all it needs (its Content-Length,
-// where it has one), for reuse_connection's framing. keepalived itself
-// reads until the server closes.
-func (a *answer) complete() bool { return a.inBody && a.length >= 0 && a.body >= a.length }
-
 // statusCode is the status of head as keepalived's extract_status_code
 // reads it; 0 for none.
 func statusCode(head []byte) int {

@@ -352,12 +352,14 @@ func decryptKey(keyPEM []byte, password string) ([]byte, error) {
 			return nil, errors.New("an encrypted PKCS #8 key is not supported by directord: decrypt it (openssl pkey -in KEY -out PLAIN) or encrypt it in the traditional format (openssl pkey -traditional -aes256)")
 		case !strings.HasSuffix(b.Type, "PRIVATE KEY"):
 			continue
-		case !x509.IsEncryptedPEMBlock(b): //nolint:staticcheck // OpenSSL's traditional encrypted keys, as keepalived reads them
+		//lint:ignore SA1019 OpenSSL's traditional encrypted keys, as keepalived reads them
+		case !x509.IsEncryptedPEMBlock(b):
 			return pem.EncodeToMemory(b), nil
 		case password == "":
 			return nil, errors.New("the key is encrypted and the SSL block has no password")
 		}
-		der, err := x509.DecryptPEMBlock(b, []byte(password)) //nolint:staticcheck // as above
+		//lint:ignore SA1019 as above
+		der, err := x509.DecryptPEMBlock(b, []byte(password))
 		if err != nil {
 			return nil, err
 		}

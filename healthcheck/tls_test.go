@@ -34,7 +34,8 @@ func clientFiles(t *testing.T, password string) (cert tls.Certificate, certFile,
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := x509.EncryptPEMBlock(rand.Reader, "EC PRIVATE KEY", der, []byte(password), x509.PEMCipherAES256) //nolint:staticcheck // the format operators' keys are in
+		//lint:ignore SA1019 the format operators' keys are in
+		b, err := x509.EncryptPEMBlock(rand.Reader, "EC PRIVATE KEY", der, []byte(password), x509.PEMCipherAES256)
 		if err != nil {
 			t.Fatal(err)
 		}
