@@ -57,8 +57,8 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:4: warning: xyzzy: unknown keyword in vrrp_instance, ignored as keepalived does"},
 		{"unsupported feature, not a typo", vi(" use_vmac"),
 			"/k.conf:4: warning: use_vmac: not supported by directord (directord moves addresses on the instance's interface)"},
-		{"unsupported checker skipped whole", vsrv(" real_server 10.0.0.2 80 {\n  SMTP_CHECK {\n   helo_name x\n   host {\n    connect_ip 1.2.3.4\n   }\n  }\n }"),
-			"/k.conf:4: warning: SMTP_CHECK: not supported by directord"},
+		{"unsupported checker skipped whole", vsrv(" real_server 10.0.0.2 80 {\n  PING_CHECK {\n   retry 2\n   host {\n    connect_ip 1.2.3.4\n   }\n  }\n }"),
+			"/k.conf:4: warning: PING_CHECK: not supported by directord"},
 		{"unsupported global", "global_defs {\n notification_email {\n  a@b.c\n }\n}\n",
 			"/k.conf:2: warning: notification_email: not supported by directord (directord sends no e-mail; use notify scripts)"},
 

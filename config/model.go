@@ -393,7 +393,7 @@ type RealServer struct {
 // default for the checker's type).
 type Checker struct {
 	Pos  Pos    `json:"pos"`
-	Type string `json:"type"` // HTTP_GET, SSL_GET, TCP_CHECK or MISC_CHECK
+	Type string `json:"type"` // HTTP_GET, SSL_GET, TCP_CHECK, MISC_CHECK, UDP_CHECK, DNS_CHECK or SMTP_CHECK
 
 	ConnectIP   netip.Addr `json:"connect_ip,omitzero"`
 	ConnectPort uint16     `json:"connect_port,omitempty"`
@@ -417,6 +417,9 @@ type Checker struct {
 
 	HTTP *HTTPCheck `json:"http,omitempty"`
 	Misc *MiscCheck `json:"misc,omitempty"`
+	UDP  *UDPCheck  `json:"udp,omitempty"`
+	DNS  *DNSCheck  `json:"dns,omitempty"`
+	SMTP *SMTPCheck `json:"smtp,omitempty"`
 
 	timing timing
 	alpha  *bool
@@ -495,6 +498,35 @@ type MiscCheck struct {
 	Timeout time.Duration `json:"misc_timeout"`
 	// Dynamic sets the weight from the exit code (2..255 → code-2).
 	Dynamic bool `json:"misc_dynamic"`
+}
+
+// UDPCheck holds what UDP_CHECK adds.
+type UDPCheck struct {
+	// Payload is the datagram sent; nil sends keepalived's 32 bytes
+	// ("keepalived check - keepalived ch").
+	Payload []byte `json:"payload,omitempty"`
+	// RequireReply: no reply within connect_timeout is a failure (else a
+	// success: only an ICMP destination unreachable fails).
+	RequireReply bool `json:"require_reply,omitempty"`
+	// Reply is the data the reply must start with (require_reply's hex
+	// string); ReplyMask has a bit set where Reply's bit is a wildcard
+	// (an x in the hex string). Only with Reply are the reply's lengths
+	// checked, as in keepalived.
+	Reply     []byte `json:"reply,omitempty"`
+	ReplyMask []byte `json:"reply_mask,omitempty"`
+	MinReply  int    `json:"min_reply_length"`
+	MaxReply  int    `json:"max_reply_length"` // default 255
+}
+
+// DNSCheck holds what DNS_CHECK adds.
+type DNSCheck struct {
+	Type string `json:"type"` // A, NS, CNAME, SOA (default), MX, TXT, AAAA, RRSIG or DNSKEY
+	Name string `json:"name"` // default "" (the root)
+}
+
+// SMTPCheck holds what SMTP_CHECK adds.
+type SMTPCheck struct {
+	HELOName string `json:"helo_name"` // default smtpchecker.keepalived.org
 }
 
 // timing holds the inherited check timings as written at one level; a
