@@ -2,9 +2,9 @@ package config
 
 import (
 	"maps"
-	"slices"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
