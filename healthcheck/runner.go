@@ -251,6 +251,12 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 					pr = &TCP{Target: TargetOf(c, rs)}
 				case "MISC_CHECK":
 					pr, err = NewMisc(c, &cfg.Global)
+				case "UDP_CHECK":
+					pr = &UDP{Target: TargetOf(c, rs), Cfg: *c.UDP}
+				case "DNS_CHECK":
+					pr = NewDNS(c, rs)
+				case "SMTP_CHECK":
+					pr = &SMTP{Target: TargetOf(c, rs), HELO: c.SMTP.HELOName}
 				default:
 					err = fmt.Errorf("checker type %s", c.Type)
 				}
