@@ -3,9 +3,11 @@ package healthcheck
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,5 +277,67 @@ func TestSMTPSilentServerTimesOut(t *testing.T) {
 	r := p.Probe(context.Background())
 	if r.Outcome != Down || !r.Silent || !strings.HasPrefix(r.Reason, "banner: timed out") {
 		t.Errorf("got %s %q silent %v, want down, banner: timed out, silent", r.Outcome, r.Reason, r.Silent)
+	}
+}
+
+// TestRunnerRunsUDPDNSSMTP: the Runner makes and runs the three checkers
+// from a configuration: one on a closed UDP port takes its real server
+// out after retry+1 failures; those whose servers answer keep theirs.
+func TestRunnerRunsUDPDNSSMTP(t *testing.T) {
+	closed := closedUDPPort(t)
+	dns := dnsServer(t, dnsmessage.RCodeSuccess, make(chan dnsmessage.Message, 4))
+	smtp, _ := smtpServer(t, "220 mx\r\n", []string{"250 ok\r\n", "221 bye\r\n"})
+	timing := "   connect_timeout 1\n   delay_loop 0.05\n   delay_before_retry 0.01\n   warmup 0\n"
+	conf := fmt.Sprintf("virtual_server 192.0.2.1 53 {\n protocol UDP\n"+
+		" real_server 127.0.0.1 %d {\n  UDP_CHECK {\n%s   retry 1\n  }\n }\n"+
+		" real_server 127.0.0.1 %d {\n  DNS_CHECK {\n%s   type A\n   name example.com\n  }\n }\n"+
+		" real_server 127.0.0.1 %d {\n  SMTP_CHECK {\n%s  }\n }\n}\n", closed.Port(), timing, dns.Port(), timing, smtp.Port(), timing)
+	cfg := parse(t, conf)
+	events := make(chan Event, 64)
+	var mu sync.Mutex
+	probes := map[string]int{}
+	udpAtEvent := 0
+	r, err := New(cfg, func(e Event) {
+		mu.Lock()
+		if udpAtEvent == 0 {
+			udpAtEvent = probes["UDP_CHECK"]
+		}
+		mu.Unlock()
+		events <- e
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.Checks()); n != 3 {
+		t.Fatalf("%d checks, want 3", n)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, c := range r.Checks() {
+		c.Prober = &counted{Prober: c.Prober, after: func(res Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			probes[c.Cfg.Type]++
+			if c.Cfg.Type != "UDP_CHECK" && res.Outcome != Up && ctx.Err() == nil {
+				t.Errorf("%s: %v", c.Cfg.Type, res)
+			}
+		}}
+	}
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	select {
+	case e := <-events:
+		if e.Real != 0 || e.Alive || !strings.Contains(e.Reason, "port unreachable") {
+			t.Errorf("event %+v, want real server 0 down for the ICMP port unreachable", e)
+		}
+	case <-ctx.Done():
+		t.Fatal("the UDP_CHECK never took its real server out")
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if udpAtEvent != 2 {
+		t.Errorf("UDP_CHECK probed %d times before its real server left, want retry+1 = 2", udpAtEvent)
 	}
 }
