@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -76,6 +77,35 @@ func TestSMTPHostBlocks(t *testing.T) {
 					t.Errorf("checker %d: %s, want %s", i, got[i], tc.want[i])
 				}
 			}
+		})
+	}
+}
+
+// TestCheckerDiagnostics: bad UDP_CHECK and DNS_CHECK settings name
+// their file:line, as errors or, where keepalived runs past them, as
+// warnings.
+func TestCheckerDiagnostics(t *testing.T) {
+	for _, tc := range []struct {
+		name, block, want string
+	}{
+		{"payload not hex", "UDP_CHECK {\n payload 0g\n}", "/k.conf:4: error: payload: \"0g\" is not a hexadecimal string"},
+		{"payload empty", "UDP_CHECK {\n payload\n}", "/k.conf:4: error: payload: requires a payload (hexadecimal digits)"},
+		{"reply not hex", "UDP_CHECK {\n require_reply 0z\n}", "/k.conf:4: error: require_reply: \"0z\" is not a hexadecimal string (x for a wildcard digit)"},
+		{"lengths", "UDP_CHECK {\n min_reply_length 10\n max_reply_length 5\n}", "/k.conf:4: warning: min_reply_length: min_reply_length 10 is above max_reply_length 5: a reply with data will always fail, as in keepalived"},
+		{"length range", "UDP_CHECK {\n max_reply_length 65536\n}", "/k.conf:4: error: max_reply_length:"},
+		{"dns type", "DNS_CHECK {\n type AAA\n}", "/k.conf:4: warning: type: unknown DNS check type \"AAA\", ignored as keepalived does (SOA is asked)"},
+		{"dns empty label", "DNS_CHECK {\n name a..b\n}", "/k.conf:4: warning: name: \"a..b\" has an empty label"},
+		{"dns long label", "DNS_CHECK {\n name " + strings.Repeat("a", 64) + ".com\n}", "/k.conf:4: error: name: label"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := "virtual_server 10.0.0.1 53 {\n real_server 10.0.0.2 53 {\n  " + strings.ReplaceAll(tc.block, "\n", "\n  ") + "\n }\n}\n"
+			_, diags := Parse("/k.conf", text, nil, Options{})
+			for _, d := range diags {
+				if strings.HasPrefix(d.String(), tc.want) {
+					return
+				}
+			}
+			t.Errorf("no diagnostic %q in:\n%s", tc.want, diags)
 		})
 	}
 }
