@@ -173,7 +173,11 @@ func TestDNSProbeAsKeepalived(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &config.Checker{Type: "DNS_CHECK", ConnectTimeout: 300 * time.Millisecond, DNS: &config.DNSCheck{Type: tc.typ, Name: tc.dnsName}}
 			rs := &config.RealServer{Addr: tc.addr}
-			r := NewDNS(c, rs).Probe(context.Background())
+			p, err := NewDNS(c, rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := p.Probe(context.Background())
 			if r.Outcome != tc.want || r.Reason != tc.reason {
 				t.Errorf("got %s %q, want %s %q", r.Outcome, r.Reason, tc.want, tc.reason)
 			}
@@ -264,6 +268,18 @@ func TestSMTPProbeAsKeepalived(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckerWithoutSettingsIsAnError: a checker made without its
+// settings (not by the configuration's reader) is an error, not a panic.
+func TestCheckerWithoutSettingsIsAnError(t *testing.T) {
+	for _, typ := range []string{"UDP_CHECK", "DNS_CHECK", "SMTP_CHECK"} {
+		cfg := &config.Config{VirtualServers: []*config.VirtualServer{{RealServers: []*config.RealServer{{
+			Addr: netip.MustParseAddrPort("127.0.0.1:53"), Checkers: []*config.Checker{{Type: typ}}}}}}}
+		if _, err := New(cfg, func(Event) {}, nil); err == nil || !strings.Contains(err.Error(), typ) {
+			t.Errorf("%s without settings: %v, want an error naming it", typ, err)
+		}
 	}
 }
 

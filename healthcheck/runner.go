@@ -252,11 +252,11 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 				case "MISC_CHECK":
 					pr, err = NewMisc(c, &cfg.Global)
 				case "UDP_CHECK":
-					pr = &UDP{Target: TargetOf(c, rs), Cfg: *c.UDP}
+					pr, err = NewUDP(c, rs)
 				case "DNS_CHECK":
-					pr = NewDNS(c, rs)
+					pr, err = NewDNS(c, rs)
 				case "SMTP_CHECK":
-					pr = &SMTP{Target: TargetOf(c, rs), HELO: c.SMTP.HELOName}
+					pr, err = NewSMTP(c, rs)
 				default:
 					err = fmt.Errorf("checker type %s", c.Type)
 				}

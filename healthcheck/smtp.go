@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"time"
+
+	"github.com/directord/directord/config"
 )
 
 // SMTP is SMTP_CHECK: keepalived's dialogue (check_smtp.c). The banner's
@@ -17,6 +19,14 @@ import (
 type SMTP struct {
 	Target Target
 	HELO   string // helo_name
+}
+
+// NewSMTP makes the prober of an SMTP_CHECK.
+func NewSMTP(c *config.Checker, rs *config.RealServer) (*SMTP, error) {
+	if c.SMTP == nil || c.SMTP.HELOName == "" {
+		return nil, errors.New("SMTP_CHECK without a helo_name")
+	}
+	return &SMTP{Target: TargetOf(c, rs), HELO: c.SMTP.HELOName}, nil
 }
 
 // smtpLineMax is keepalived's SMTP_BUFF_MAX less its NUL: a longer line

@@ -145,6 +145,14 @@ type UDP struct {
 	Cfg    config.UDPCheck
 }
 
+// NewUDP makes the prober of a UDP_CHECK.
+func NewUDP(c *config.Checker, rs *config.RealServer) (*UDP, error) {
+	if c.UDP == nil {
+		return nil, errors.New("UDP_CHECK without its settings")
+	}
+	return &UDP{Target: TargetOf(c, rs), Cfg: *c.UDP}, nil
+}
+
 // Probe sends the payload and judges what comes back by connect_timeout.
 func (p *UDP) Probe(ctx context.Context) Result {
 	start := monoNow()
@@ -233,8 +241,11 @@ type DNS struct {
 }
 
 // NewDNS makes the prober of a DNS_CHECK.
-func NewDNS(c *config.Checker, rs *config.RealServer) *DNS {
-	return &DNS{Target: TargetOf(c, rs), query: dnsQuery(c.DNS.Name, config.DNSType(c.DNS.Type))}
+func NewDNS(c *config.Checker, rs *config.RealServer) (*DNS, error) {
+	if c.DNS == nil || config.DNSType(c.DNS.Type) == 0 {
+		return nil, errors.New("DNS_CHECK without a known type")
+	}
+	return &DNS{Target: TargetOf(c, rs), query: dnsQuery(c.DNS.Name, config.DNSType(c.DNS.Type))}, nil
 }
 
 // dnsQuery is keepalived's query (check_dns.c's dns_make_query): flags 0
