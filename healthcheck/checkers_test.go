@@ -185,13 +185,23 @@ func TestDNSProbeAsKeepalived(t *testing.T) {
 				return
 			}
 			q := <-qs
-			if q.Header.RecursionDesired || q.Header.OpCode != 0 || len(q.Questions) != 1 {
-				t.Fatalf("query %+v, want keepalived's: flags 0, one question", q)
+			if !q.Header.RecursionDesired || q.Header.OpCode != 0 || q.Header.Response || len(q.Questions) != 1 {
+				t.Fatalf("query %+v, want keepalived's: recursion desired, one question", q)
 			}
 			if got := q.Questions[0]; got.Name.String() != tc.wantQName || got.Type != tc.wantQType || got.Class != dnsmessage.ClassINET {
 				t.Errorf("question %v, want %s %v IN", got, tc.wantQName, tc.wantQType)
 			}
 		})
+	}
+}
+
+// TestDNSQueryIsKeepalived's: the bytes keepalived 2.2.7 sent for
+// "type A, name www.example.com", captured in the User-Mode Linux guest
+// (keepalived -C against a UDP listener), less its random ID.
+func TestDNSQueryIsKeepalived(t *testing.T) {
+	const keepalived = "00000100000100000000000003777777076578616d706c6503636f6d0000010001"
+	if got := fmt.Sprintf("%x", dnsQuery("www.example.com", 1)); got != keepalived {
+		t.Errorf("query %s, want keepalived's %s", got, keepalived)
 	}
 }
 

@@ -248,10 +248,10 @@ func NewDNS(c *config.Checker, rs *config.RealServer) (*DNS, error) {
 	return &DNS{Target: TargetOf(c, rs), query: dnsQuery(c.DNS.Name, config.DNSType(c.DNS.Type))}, nil
 }
 
-// dnsQuery is keepalived's query (check_dns.c's dns_make_query): flags 0
-// (no recursion asked), one question of class IN.
+// dnsQuery is keepalived's query (check_dns.c's dns_make_query): flags
+// with recursion desired alone, one question of class IN.
 func dnsQuery(name string, typ uint16) []byte {
-	q := []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}
+	q := []byte{0, 0, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0}
 	if name != "." {
 		for _, l := range strings.Split(strings.TrimSuffix(name, "."), ".") {
 			if l != "" {
