@@ -369,3 +369,31 @@ func TestRunnerRunsUDPDNSSMTP(t *testing.T) {
 		t.Errorf("UDP_CHECK probed %d times before its real server left, want retry+1 = 2", udpAtEvent)
 	}
 }
+
+// TestSMTPStopsWithItsContext: a probe waiting on a silent server ends
+// when its context does, not at connect_timeout.
+func TestSMTPStopsWithItsContext(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p := &SMTP{Target: Target{Addr: netip.MustParseAddrPort(ln.Addr().String()), Timeout: time.Hour}, HELO: "x"}
+	ctx, cancel := context.WithCancel(t.Context())
+	res := make(chan Result, 1)
+	go func() { res <- p.Probe(ctx) }()
+	c, err := ln.Accept() // the probe is connected: it waits for the banner
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cancel()
+	select {
+	case r := <-res:
+		if !strings.Contains(r.Reason, "context canceled") {
+			t.Errorf("reason %q, want the context's end", r.Reason)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the probe did not stop with its context")
+	}
+}

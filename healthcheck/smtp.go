@@ -53,27 +53,27 @@ func (p *SMTP) Probe(ctx context.Context) Result {
 	down := func(format string, args ...any) Result {
 		return done(Result{Outcome: Down, Reason: fmt.Sprintf(format, args...), Weight: -1}, start)
 	}
-	banner, err := p.line(c, buf)
+	banner, err := p.line(ctx, c, buf)
 	if err != nil {
 		return fail("banner", err)
 	}
 	if smtpStatus(banner) != 220 {
 		return down("bad greeting banner %q", clip(banner))
 	}
-	if err := p.write(c, "HELO "+p.HELO+"\r\n"); err != nil {
+	if err := p.write(ctx, c, "HELO "+p.HELO+"\r\n"); err != nil {
 		return fail("HELO", err)
 	}
-	helo, err := p.line(c, buf)
+	helo, err := p.line(ctx, c, buf)
 	if err != nil {
 		return fail("HELO", err)
 	}
 	if smtpStatus(helo) != 250 {
 		return down("bad HELO response %q", clip(helo))
 	}
-	if err := p.write(c, "QUIT\r\n"); err != nil {
+	if err := p.write(ctx, c, "QUIT\r\n"); err != nil {
 		return fail("QUIT", err)
 	}
-	if _, err := p.line(c, buf); err != nil {
+	if _, err := p.line(ctx, c, buf); err != nil {
 		return fail("QUIT", err)
 	}
 	return done(Result{Outcome: Up, Reason: "SMTP dialogue done", Weight: -1}, start)
@@ -84,13 +84,18 @@ func (p *SMTP) Probe(ctx context.Context) Result {
 // read's newline is dropped, as keepalived drops it. The line is what
 // was read up to the first newline (or NUL, where keepalived's string
 // ends).
-func (p *SMTP) line(c net.Conn, buf []byte) ([]byte, error) {
+func (p *SMTP) line(ctx context.Context, c net.Conn, buf []byte) ([]byte, error) {
 	n := 0
 	for {
 		if n >= len(buf) {
 			n = 0 // keepalived: "Buffer overflow", and it reads on from the start
 		}
 		c.SetReadDeadline(monoNow().Add(p.Target.Timeout))
+		// After the deadline is set: a stop that came before it is seen
+		// here, one after it sets the deadline past (see Probe).
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		r, err := c.Read(buf[n:])
 		if r == 0 && err == nil {
 			continue
@@ -112,8 +117,11 @@ func (p *SMTP) line(c net.Conn, buf []byte) ([]byte, error) {
 	}
 }
 
-func (p *SMTP) write(c net.Conn, s string) error {
+func (p *SMTP) write(ctx context.Context, c net.Conn, s string) error {
 	c.SetWriteDeadline(monoNow().Add(p.Target.Timeout))
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	_, err := c.Write([]byte(s))
 	return err
 }
