@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"net/netip"
 	"regexp"
 	"time"
@@ -504,7 +505,7 @@ type MiscCheck struct {
 type UDPCheck struct {
 	// Payload is the datagram sent; nil sends keepalived's 32 bytes
 	// ("keepalived check - keepalived ch").
-	Payload []byte `json:"payload,omitempty"`
+	Payload HexBytes `json:"payload,omitempty"`
 	// RequireReply: no reply within connect_timeout is a failure (else a
 	// success: only an ICMP destination unreachable fails).
 	RequireReply bool `json:"require_reply,omitempty"`
@@ -512,11 +513,17 @@ type UDPCheck struct {
 	// string); ReplyMask has a bit set where Reply's bit is a wildcard
 	// (an x in the hex string). Only with Reply are the reply's lengths
 	// checked, as in keepalived.
-	Reply     []byte `json:"reply,omitempty"`
-	ReplyMask []byte `json:"reply_mask,omitempty"`
-	MinReply  int    `json:"min_reply_length"`
-	MaxReply  int    `json:"max_reply_length"` // default 255
+	Reply     HexBytes `json:"reply,omitempty"`
+	ReplyMask HexBytes `json:"reply_mask,omitempty"`
+	MinReply  int      `json:"min_reply_length"`
+	MaxReply  int      `json:"max_reply_length"` // default 255
 }
+
+// HexBytes are bytes shown in hexadecimal (in --dump-config).
+type HexBytes []byte
+
+// MarshalText is b in lower-case hexadecimal.
+func (b HexBytes) MarshalText() ([]byte, error) { return []byte(hex.EncodeToString(b)), nil }
 
 // DNSCheck holds what DNS_CHECK adds.
 type DNSCheck struct {
