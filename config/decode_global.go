@@ -10,7 +10,8 @@ import (
 // that knows a keyword is named.
 func allBlocks() []namedBlock {
 	return []namedBlock{topBlock, globalBlock, instanceBlock, scriptBlock, syncGroupBlock,
-		authBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock, sslBlock}
+		authBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock,
+		udpCheckBlock, dnsCheckBlock, smtpCheckBlock, smtpHostBlock, sslBlock}
 }
 
 // oldSyncGroupMembers takes instance names written straight inside a

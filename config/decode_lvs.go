@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -421,7 +422,7 @@ func (d *decoder) realServer(n *Node) *RealServer {
 // Such a checker is skipped with a warning, and its real server is
 // checked only by its others (Unchecked), or not at all: always alive.
 var UnsupportedCheckers = map[string]bool{
-	"SMTP_CHECK": true, "DNS_CHECK": true, "BFD_CHECK": true, "UDP_CHECK": true, "PING_CHECK": true, "FILE_CHECK": true,
+	"BFD_CHECK": true, "PING_CHECK": true, "FILE_CHECK": true,
 }
 
 // uncheckedWhy is the warning's detail for an unsupported checker.
@@ -440,8 +441,29 @@ func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer
 			c.HTTP = &HTTPCheck{HTTPProtocol: "1.0"}
 		case "MISC_CHECK":
 			c.Misc = &MiscCheck{}
+		case "UDP_CHECK":
+			c.UDP = &UDPCheck{MaxReply: 255}
+		case "DNS_CHECK":
+			c.DNS = &DNSCheck{Type: "SOA"}
+		case "SMTP_CHECK":
+			c.SMTP = &SMTPCheck{}
 		}
 		walk(d, n, b, c)
+		switch {
+		case c.UDP != nil && c.UDP.MinReply > c.UDP.MaxReply:
+			for _, k := range n.Children {
+				if k.Keyword == "min_reply_length" || k.Keyword == "max_reply_length" {
+					d.rep.warnf(k.Pos, k.Keyword, "min_reply_length %d is above max_reply_length %d: a reply with data will always fail, as in keepalived", c.UDP.MinReply, c.UDP.MaxReply)
+					break
+				}
+			}
+		case c.SMTP != nil:
+			if c.SMTP.HELOName == "" {
+				c.SMTP.HELOName = "smtpchecker.keepalived.org"
+			}
+			rs.Checkers = append(rs.Checkers, d.smtpHosts(n, c)...)
+			return
+		}
 		switch {
 		case c.HTTP != nil && len(c.HTTP.URLs) == 0:
 			if !hasChild(n, "url") {
@@ -498,9 +520,12 @@ var rsBlock = &block[RealServer]{
 			"SSL_GET":            checkerKey("SSL_GET", httpCheckBlock),
 			"TCP_CHECK":          checkerKey("TCP_CHECK", tcpCheckBlock),
 			"MISC_CHECK":         checkerKey("MISC_CHECK", miscCheckBlock),
+			"UDP_CHECK":          checkerKey("UDP_CHECK", udpCheckBlock),
+			"DNS_CHECK":          checkerKey("DNS_CHECK", dnsCheckBlock),
+			"SMTP_CHECK":         checkerKey("SMTP_CHECK", smtpCheckBlock),
 		}),
 	unsupported: map[string]string{
-		"SMTP_CHECK": uncheckedWhy, "DNS_CHECK": uncheckedWhy, "BFD_CHECK": uncheckedWhy, "UDP_CHECK": uncheckedWhy, "PING_CHECK": uncheckedWhy, "FILE_CHECK": uncheckedWhy,
+		"BFD_CHECK": uncheckedWhy, "PING_CHECK": uncheckedWhy, "FILE_CHECK": uncheckedWhy,
 		"smtp_alert": "directord sends no e-mail; use notify_up/notify_down",
 		"snmp_name":  "directord has no SNMP interface",
 	},
@@ -563,6 +588,212 @@ var checkerConnection = map[string]func(*decoder, *Node, *Checker){
 var tcpCheckBlock = &block[Checker]{
 	name: "TCP_CHECK",
 	keys: mergeKeys(checkerTiming, checkerConnection),
+}
+
+var udpCheckBlock = &block[Checker]{
+	name: "UDP_CHECK",
+	keys: mergeKeys(checkerTiming, checkerConnection, map[string]func(*decoder, *Node, *Checker){
+		"payload": func(d *decoder, n *Node, c *Checker) {
+			if !d.noBlock(n) {
+				return
+			}
+			if len(n.Args) == 0 {
+				d.rep.errorf(n.Pos, n.Keyword, "requires a payload (hexadecimal digits)")
+				return
+			}
+			b, _, ok := readHex(strings.Join(n.Args, " "), false)
+			if !ok {
+				d.rep.errorf(n.Pos, n.Keyword, "%q is not a hexadecimal string", strings.Join(n.Args, " "))
+				return
+			}
+			c.UDP.Payload = b
+		},
+		"require_reply": func(d *decoder, n *Node, c *Checker) {
+			if !d.noBlock(n) {
+				return
+			}
+			c.UDP.RequireReply = true
+			if len(n.Args) == 0 {
+				return
+			}
+			b, mask, ok := readHex(strings.Join(n.Args, " "), true)
+			if !ok {
+				d.rep.errorf(n.Pos, n.Keyword, "%q is not a hexadecimal string (x for a wildcard digit)", strings.Join(n.Args, " "))
+				return
+			}
+			c.UDP.Reply, c.UDP.ReplyMask = b, mask
+		},
+		"min_reply_length": func(d *decoder, n *Node, c *Checker) {
+			if v, ok := d.integer(n, 0, 65535); ok {
+				c.UDP.MinReply = int(v)
+			}
+		},
+		"max_reply_length": func(d *decoder, n *Node, c *Checker) {
+			if v, ok := d.integer(n, 0, 65535); ok {
+				c.UDP.MaxReply = int(v)
+			}
+		},
+	}),
+}
+
+// readHex reads a hex string as keepalived's read_hex_str does: blanks
+// between octets are skipped, an octet is two digits or one (followed by
+// a blank or the end), and with wildcards an x (or X) is a wildcard
+// digit, whose bits are set in mask (nil without any wildcard).
+func readHex(s string, wildcards bool) (data, mask []byte, ok bool) {
+	val := func(c byte) (byte, bool, bool) {
+		switch {
+		case c >= '0' && c <= '9':
+			return c - '0', false, true
+		case c >= 'a' && c <= 'f':
+			return c - 'a' + 10, false, true
+		case c >= 'A' && c <= 'F':
+			return c - 'A' + 10, false, true
+		case wildcards && (c == 'x' || c == 'X'):
+			return 0, true, true
+		}
+		return 0, false, false
+	}
+	wild := false
+	for i := 0; ; {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
+		v, w, good := val(s[i])
+		if !good {
+			return nil, nil, false
+		}
+		i++
+		var m byte
+		if w {
+			m = 0x0f
+		}
+		if i < len(s) && s[i] != ' ' {
+			v2, w2, good := val(s[i])
+			if !good {
+				return nil, nil, false
+			}
+			i++
+			v, m = v<<4|v2, m<<4
+			if w2 {
+				m |= 0x0f
+			}
+		}
+		wild = wild || m != 0
+		data, mask = append(data, v), append(mask, m)
+	}
+	if len(data) == 0 {
+		return nil, nil, false
+	}
+	if !wild {
+		mask = nil
+	}
+	return data, mask, true
+}
+
+// dnsTypes are DNS_CHECK's query types, as keepalived knows them.
+var dnsTypes = map[string]uint16{"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "MX": 15, "TXT": 16, "AAAA": 28, "RRSIG": 46, "DNSKEY": 48}
+
+// DNSType is the number of a DNS_CHECK type.
+func DNSType(name string) uint16 { return dnsTypes[name] }
+
+var dnsCheckBlock = &block[Checker]{
+	name: "DNS_CHECK",
+	keys: mergeKeys(checkerTiming, checkerConnection, map[string]func(*decoder, *Node, *Checker){
+		"type": func(d *decoder, n *Node, c *Checker) {
+			s, ok := d.str(n)
+			if !ok {
+				return
+			}
+			if _, known := dnsTypes[strings.ToUpper(s)]; !known {
+				d.rep.lenient(n.Pos, n.Keyword, "unknown DNS check type %q, ignored as keepalived does (SOA is asked)%s", s, didYouMean(strings.ToUpper(s), slices.Sorted(maps.Keys(dnsTypes))))
+				return
+			}
+			c.DNS.Type = strings.ToUpper(s)
+		},
+		"name": func(d *decoder, n *Node, c *Checker) {
+			s, ok := d.str(n)
+			if !ok {
+				return
+			}
+			if c.DNS.Name != "" {
+				d.rep.lenient(n.Pos, n.Keyword, "name already given: %q ignored, as keepalived ignores it", s)
+				return
+			}
+			if strings.HasPrefix(s, ".") && s != "." || strings.Contains(s, "..") {
+				d.rep.lenient(n.Pos, n.Keyword, "%q has an empty label: ignored, as keepalived ignores it (the root is asked)", s)
+				return
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+				if len(l) > 63 {
+					// keepalived would send a malformed query.
+					d.rep.errorf(n.Pos, n.Keyword, "label %q is longer than 63 bytes", l)
+					return
+				}
+			}
+			if len(s) > 253 {
+				d.rep.errorf(n.Pos, n.Keyword, "%q is longer than 253 bytes", s)
+				return
+			}
+			c.DNS.Name = s
+		},
+	}),
+}
+
+var smtpCheckBlock = &block[Checker]{
+	name: "SMTP_CHECK",
+	keys: mergeKeys(checkerTiming, checkerConnection, map[string]func(*decoder, *Node, *Checker){
+		"helo_name": func(d *decoder, n *Node, c *Checker) {
+			if d.noBlock(n) && d.want(n, 1, -1) {
+				c.SMTP.HELOName = strings.Join(n.Args, " ")
+			}
+		},
+		// Read by smtpHosts, once the checker's own settings are known.
+		"host": func(d *decoder, n *Node, c *Checker) { d.needBlock(n) },
+	}),
+}
+
+var smtpHostBlock = &block[Checker]{
+	name: "host",
+	keys: mergeKeys(checkerConnection, map[string]func(*decoder, *Node, *Checker){
+		"connect_timeout": timingKeys(func(c *Checker) *timing { return &c.timing }, 0)["connect_timeout"],
+	}),
+}
+
+// smtpHosts is an SMTP_CHECK with its host blocks (deprecated, and still
+// read by keepalived 2.2.7): one checker per host, each with the host's
+// connection options and the checker's other settings. The checker itself
+// checks too, unless it has no connection option or connect_timeout of
+// its own and has hosts: then, as in keepalived, its first host takes its
+// place.
+func (d *decoder) smtpHosts(n *Node, c *Checker) []*Checker {
+	var hosts []*Checker
+	for _, k := range n.Children {
+		if k.Keyword != "host" || !k.Block {
+			continue
+		}
+		d.want(k, 0, 0)
+		h := &Checker{Pos: k.Pos, Type: c.Type, timing: c.timing, alpha: c.alpha, LogAllFailures: c.LogAllFailures,
+			Rise: c.Rise, Fall: c.Fall, SMTP: &SMTPCheck{HELOName: c.SMTP.HELOName}}
+		h.timing.connectTimeout = -1
+		walk(d, k, smtpHostBlock, h)
+		if h.timing.connectTimeout < 0 {
+			h.timing.connectTimeout = c.timing.connectTimeout
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) > 0 {
+		d.rep.warnf(n.Pos, n.Keyword, "host blocks are deprecated (keepalived says so too): write one SMTP_CHECK with connect_ip for each")
+	}
+	own := !c.ConnectIP.IsValid() && c.ConnectPort == 0 && !c.BindTo.IsValid() && c.BindPort == 0 &&
+		c.BindIf == "" && c.FWMark == 0 && c.timing.connectTimeout < 0
+	if own && len(hosts) > 0 {
+		return hosts
+	}
+	return append([]*Checker{c}, hosts...)
 }
 
 var httpCheckBlock = &block[Checker]{

@@ -61,8 +61,8 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:3: warning: persistence_engine: has no effect without persistence_timeout (or persistence_granularity): the service is not persistent, as in keepalived"},
 		{"ha_suspend on a fwmark", "virtual_server fwmark 5 {\n lb_algo rr\n ha_suspend\n}\n",
 			"/k.conf:3: warning: ha_suspend: a fwmark virtual server has no address to wait for: ignored, as keepalived clears it"},
-		{"unsupported checker skipped whole", vsrv(" real_server 10.0.0.2 80 {\n  SMTP_CHECK {\n   helo_name x\n   host {\n    connect_ip 1.2.3.4\n   }\n  }\n }"),
-			"/k.conf:4: warning: SMTP_CHECK: not supported by directord (the real server is not checked by it: always alive without another checker)"},
+		{"unsupported checker skipped whole", vsrv(" real_server 10.0.0.2 80 {\n  PING_CHECK {\n   retry 2\n   host {\n    connect_ip 1.2.3.4\n   }\n  }\n }"),
+			"/k.conf:4: warning: PING_CHECK: not supported by directord (the real server is not checked by it: always alive without another checker)"},
 		{"unsupported global", "global_defs {\n notification_email {\n  a@b.c\n }\n}\n",
 			"/k.conf:2: warning: notification_email: not supported by directord (directord sends no e-mail; use notify scripts)"},
 

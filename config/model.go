@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"net/netip"
 	"regexp"
 	"time"
@@ -411,7 +412,7 @@ func (rs *RealServer) AlwaysAlive() bool { return len(rs.Checkers) == 0 && len(r
 // default for the checker's type).
 type Checker struct {
 	Pos  Pos    `json:"pos"`
-	Type string `json:"type"` // HTTP_GET, SSL_GET, TCP_CHECK or MISC_CHECK
+	Type string `json:"type"` // HTTP_GET, SSL_GET, TCP_CHECK, MISC_CHECK, UDP_CHECK, DNS_CHECK or SMTP_CHECK
 
 	ConnectIP   netip.Addr `json:"connect_ip,omitzero"`
 	ConnectPort uint16     `json:"connect_port,omitempty"`
@@ -435,6 +436,9 @@ type Checker struct {
 
 	HTTP *HTTPCheck `json:"http,omitempty"`
 	Misc *MiscCheck `json:"misc,omitempty"`
+	UDP  *UDPCheck  `json:"udp,omitempty"`
+	DNS  *DNSCheck  `json:"dns,omitempty"`
+	SMTP *SMTPCheck `json:"smtp,omitempty"`
 
 	timing timing
 	alpha  *bool
@@ -513,6 +517,41 @@ type MiscCheck struct {
 	Timeout time.Duration `json:"misc_timeout"`
 	// Dynamic sets the weight from the exit code (2..255 → code-2).
 	Dynamic bool `json:"misc_dynamic"`
+}
+
+// UDPCheck holds what UDP_CHECK adds.
+type UDPCheck struct {
+	// Payload is the datagram sent; nil sends keepalived's 32 bytes
+	// ("keepalived check - keepalived ch").
+	Payload HexBytes `json:"payload,omitempty"`
+	// RequireReply: no reply within connect_timeout is a failure (else a
+	// success: only an ICMP destination unreachable fails).
+	RequireReply bool `json:"require_reply,omitempty"`
+	// Reply is the data the reply must start with (require_reply's hex
+	// string); ReplyMask has a bit set where Reply's bit is a wildcard
+	// (an x in the hex string). Only with Reply are the reply's lengths
+	// checked, as in keepalived.
+	Reply     HexBytes `json:"reply,omitempty"`
+	ReplyMask HexBytes `json:"reply_mask,omitempty"`
+	MinReply  int      `json:"min_reply_length"`
+	MaxReply  int      `json:"max_reply_length"` // default 255
+}
+
+// HexBytes are bytes shown in hexadecimal (in --dump-config).
+type HexBytes []byte
+
+// MarshalText is b in lower-case hexadecimal.
+func (b HexBytes) MarshalText() ([]byte, error) { return []byte(hex.EncodeToString(b)), nil }
+
+// DNSCheck holds what DNS_CHECK adds.
+type DNSCheck struct {
+	Type string `json:"type"` // A, NS, CNAME, SOA (default), MX, TXT, AAAA, RRSIG or DNSKEY
+	Name string `json:"name"` // default "" (the root)
+}
+
+// SMTPCheck holds what SMTP_CHECK adds.
+type SMTPCheck struct {
+	HELOName string `json:"helo_name"` // default smtpchecker.keepalived.org
 }
 
 // timing holds the inherited check timings as written at one level; a

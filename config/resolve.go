@@ -360,6 +360,8 @@ func checkerDefaults(typ string) (retry int, delayBeforeRetry time.Duration) {
 		return 1, 3 * time.Second
 	case "MISC_CHECK":
 		return 0, time.Second
+	case "DNS_CHECK":
+		return 3, time.Second
 	}
 	return 1, time.Second
 }

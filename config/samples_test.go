@@ -19,11 +19,11 @@ const samplesDir = "/usr/share/doc/keepalived/samples"
 func TestKeepalivedSamples(t *testing.T) {
 	unsupported := map[string]string{
 		"keepalived.conf.HTTP_GET.port":         "notification_email notification_email_from smtp_connect_timeout smtp_server",
-		"keepalived.conf.IPv6":                  "SMTP_CHECK",
+		"keepalived.conf.IPv6":                  "",
 		"keepalived.conf.PING_CHECK":            "PING_CHECK notification_email notification_email_from smtp_connect_timeout smtp_server",
-		"keepalived.conf.SMTP_CHECK":            "SMTP_CHECK notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.SMTP_CHECK":            "notification_email notification_email_from smtp_connect_timeout smtp_server",
 		"keepalived.conf.SSL_GET":               "notification_email notification_email_from smtp_connect_timeout smtp_server",
-		"keepalived.conf.UDP_CHECK":             "UDP_CHECK notification_email notification_email_from smtp_connect_timeout smtp_server",
+		"keepalived.conf.UDP_CHECK":             "notification_email notification_email_from smtp_connect_timeout smtp_server",
 		"keepalived.conf.conditional_conf":      "net_namespace use_vmac",
 		"keepalived.conf.fwmark":                "",
 		"keepalived.conf.inhibit":               "notification_email notification_email_from smtp_connect_timeout smtp_server",

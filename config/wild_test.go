@@ -135,8 +135,8 @@ var wildKnownDiff = map[string]string{
 // wildKnownLVSDiff names the files whose virtual servers differ from
 // keepalived's checker dump, and why.
 var wildKnownLVSDiff = map[string]string{
-	"39-vyos-generated.conf":                      "UDP_CHECK is not supported by directord (a warning): the real server has no checker",
-	"42-keepalived-1.1.19-smtp-check-lvs_id.conf": "SMTP_CHECK is not supported by directord (a warning): the real servers have no checker",
+	"39-vyos-generated.conf":                      "keepalived removes the MISC_CHECK of 192.0.2.31, its script missing where it ran; directord's configuration keeps it (its runner removes it)",
+	"42-keepalived-1.1.19-smtp-check-lvs_id.conf": "SMTP_CHECK host blocks without connect_timeout: keepalived gives them a timeout of 0, directord the checker's connect_timeout",
 }
 
 // wildNoLVSDump names the files with virtual servers of which keepalived's

@@ -140,7 +140,7 @@ virtual_server 192.0.2.1 80 {
     real_server 10.0.0.1 80 {
     }
     real_server 10.0.0.2 80 {
-        DNS_CHECK {
+        FILE_CHECK {
         }
     }
     real_server 10.0.0.3 80 {

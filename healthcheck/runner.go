@@ -261,6 +261,12 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 					pr = &TCP{Target: TargetOf(c, rs)}
 				case "MISC_CHECK":
 					pr, err = NewMisc(c, &cfg.Global)
+				case "UDP_CHECK":
+					pr, err = NewUDP(c, rs)
+				case "DNS_CHECK":
+					pr, err = NewDNS(c, rs)
+				case "SMTP_CHECK":
+					pr, err = NewSMTP(c, rs)
 				default:
 					err = fmt.Errorf("checker type %s", c.Type)
 				}

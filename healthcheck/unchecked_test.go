@@ -17,7 +17,7 @@ virtual_server 192.0.2.1 80 {
     lb_kind DR
     protocol TCP
     real_server 10.0.0.1 80 {
-        DNS_CHECK {
+        FILE_CHECK {
         }
     }
     real_server 10.0.0.2 80 {
@@ -42,7 +42,7 @@ virtual_server 192.0.2.1 80 {
 		}
 	}
 	if len(lines) != 2 ||
-		!strings.Contains(lines[0], "real_server=10.0.0.1:80 checker=DNS_CHECK") || !strings.Contains(lines[0], "always_alive=true") ||
+		!strings.Contains(lines[0], "real_server=10.0.0.1:80 checker=FILE_CHECK") || !strings.Contains(lines[0], "always_alive=true") ||
 		!strings.Contains(lines[1], "real_server=10.0.0.2:80 checker=PING_CHECK") || !strings.Contains(lines[1], "always_alive=false") {
 		t.Errorf("log:\n%s", buf.String())
 	}

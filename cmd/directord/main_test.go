@@ -93,13 +93,13 @@ func TestConfigTestExitCodes(t *testing.T) {
 	// reads them at its start.
 	badCert := writeConf(t, "SSL {\n    certificate /nonexistent/client.pem\n    key /nonexistent/client.key\n}\n"+goodConf)
 	haGroup := writeConf(t, strings.Replace(goodConf, "virtual_server 192.0.2.1 443 {\n", "virtual_server_group web {\n    192.0.2.1 443\n}\nvirtual_server group web {\n    ha_suspend\n", 1))
-	unchecked := writeConf(t, strings.Replace(goodConf, "        TCP_CHECK {\n        }\n    }\n", `        DNS_CHECK {
+	unchecked := writeConf(t, strings.Replace(goodConf, "        TCP_CHECK {\n        }\n    }\n", `        FILE_CHECK {
         }
     }
     real_server 192.0.2.11 443 {
         PING_CHECK {
         }
-        UDP_CHECK {
+        BFD_CHECK {
         }
         TCP_CHECK {
         }
@@ -116,8 +116,8 @@ func TestConfigTestExitCodes(t *testing.T) {
 		{"summary", []string{"-t", "-f", good}, exitOK, "virtual_server TCP 192.0.2.1:443: wlc DR, 1 real servers, 1 checks", ""},
 		{"unchecked real servers", []string{"-t", "-f", unchecked}, exitOK,
 			"differences from keepalived that this file relies on:\n" +
-				"  real_server 192.0.2.10:443 (" + unchecked + ":11): DNS_CHECK at " + unchecked + ":12 not supported by directord; not checked at all: always alive\n" +
-				"  real_server 192.0.2.11:443 (" + unchecked + ":15): PING_CHECK at " + unchecked + ":16, UDP_CHECK at " + unchecked + ":18 not supported by directord; checked only by its other checkers\n", ""},
+				"  real_server 192.0.2.10:443 (" + unchecked + ":11): FILE_CHECK at " + unchecked + ":12 not supported by directord; not checked at all: always alive\n" +
+				"  real_server 192.0.2.11:443 (" + unchecked + ":15): PING_CHECK at " + unchecked + ":16, BFD_CHECK at " + unchecked + ":18 not supported by directord; checked only by its other checkers\n", ""},
 		{"ha_suspend on a group", []string{"-t", "-f", haGroup}, exitOK,
 			"  virtual_server group web (" + haGroup + ":11): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group\n", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},

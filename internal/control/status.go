@@ -89,7 +89,7 @@ type Real struct {
 
 // Check is a checker's last result.
 type Check struct {
-	Type string `json:"type"` // SSL_GET, HTTP_GET, TCP_CHECK, MISC_CHECK
+	Type string `json:"type"` // SSL_GET, HTTP_GET, TCP_CHECK, UDP_CHECK, DNS_CHECK, SMTP_CHECK, MISC_CHECK
 	// Result is up, down or unknown; empty before the first probe.
 	Result  string        `json:"result"`
 	Reason  string        `json:"reason,omitempty"`

@@ -87,7 +87,7 @@ func New(snapshot func() control.Status) *Metrics {
 }
 
 // ObserveCheck records one health-check probe: its checker type (SSL_GET,
-// HTTP_GET, TCP_CHECK, MISC_CHECK), its result (up, down, unknown), how
+// HTTP_GET, TCP_CHECK, UDP_CHECK, DNS_CHECK, SMTP_CHECK, MISC_CHECK), its result (up, down, unknown), how
 // long it took and how long it waited for this director. Type and result
 // are label values, so callers pass these fixed vocabularies and nothing
 // per real server.
