@@ -46,6 +46,7 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:3: warning: persistence_timeout: \"0\" is not an integer from 1 to 2678400: ignored, as keepalived does"},
 		{"AH clears state MASTER", vi(" state MASTER\n priority 50\n authentication {\n  auth_type AH\n  auth_pass x\n }"),
 			"/k.conf:4: warning: state: VI_1: state MASTER does not go with AH authentication: BACKUP, as keepalived does"},
+		{"AH keeps the address owner MASTER", vi(" state MASTER\n priority 255\n authentication {\n  auth_type AH\n  auth_pass x\n }"), ""},
 		{"fwmark DR real server port cleared", "virtual_server fwmark 7 {\n lvs_method DR\n real_server 10.0.0.2 53 {\n }\n}\n",
 			"/k.conf:3: warning: real_server: DR of a fwmark virtual server has no port: 53 cleared, as keepalived does (its checkers keep it)"},
 		{"fwmark NAT real server keeps its port", "virtual_server fwmark 7 {\n lvs_method NAT\n real_server 10.0.0.2 53 {\n }\n}\n", ""},

@@ -170,9 +170,10 @@ func (d *decoder) resolveInstance(in *Instance) {
 			in.Auth = nil
 		case in.Auth.Type == "AH" && in.Family == "inet6":
 			d.rep.errorf(posOf(in.set, "authentication", in.Pos), "authentication", "AH is not available with IPv6")
-		case in.Auth.Type == "AH" && in.State == "MASTER":
+		case in.Auth.Type == "AH" && in.State == "MASTER" && in.Priority != 255:
 			// keepalived 2.2.7: "Initial state master is incompatible
-			// with AH authentication - clearing" (Neutron's L3 HA).
+			// with AH authentication - clearing" (Neutron's L3 HA); the
+			// address owner keeps it (vrrp.c, vrrp_complete_instance).
 			d.rep.lenient(posOf(in.set, "state", in.Pos), "state", "%s: state MASTER does not go with AH authentication: BACKUP, as keepalived does", in.Name)
 			in.State = "BACKUP"
 		}
