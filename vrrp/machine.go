@@ -298,6 +298,12 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 			m.adverTimer = now.Add(m.p.AdvertInt)
 			return
 		}
+		if a.Priority == 255 && m.priority == 255 && src != m.p.Primary {
+			// Two address owners: keepalived's "CONFIGURATION ERROR"
+			// drops our priority to 254 for good (vrrp_state_master_rx),
+			// so the other owner's advert is a higher priority one.
+			m.p.Priority, m.tracked, m.priority = 254, 254, 254
+		}
 		if a.Priority > m.priority || (a.Priority == m.priority && addrGreater(src, m.p.Primary)) {
 			if m.p.HigherPrioSendAdvert {
 				m.act.SendAdvert(m.priority)

@@ -176,6 +176,21 @@ func TestMasterYields(t *testing.T) {
 	}
 }
 
+// TestTwoAddressOwners: a master at priority 255 that hears another
+// address owner drops to 254, as keepalived does, and so yields whatever
+// the addresses.
+func TestTwoAddressOwners(t *testing.T) {
+	s := newSim(t, v2params(255))
+	s.start()
+	s.until(1500 * time.Millisecond)
+	s.rec.log = nil
+	s.advert(1600*time.Millisecond, 255, "192.0.2.0", 1) // a lower address
+	s.want("1.6s MASTER->BACKUP")
+	if p := s.m.Priority(); p != 254 {
+		t.Errorf("priority %d after the conflict, want 254", p)
+	}
+}
+
 func TestHigherPrioSendAdvert(t *testing.T) {
 	p := v2params(200)
 	p.HigherPrioSendAdvert = true

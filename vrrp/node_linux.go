@@ -101,8 +101,9 @@ type instance struct {
 
 	// deleted: a reload removed the instance; its stop tells the notify
 	// scripts DELETED (notify_deleted) or FAULT instead of STOP.
-	deleted atomic.Bool
-	resumed bool // Adopt resumes it from its predecessor
+	deleted    atomic.Bool
+	ownerClash atomic.Bool // another address owner was heard and logged
+	resumed    bool        // Adopt resumes it from its predecessor
 	// noPeer: unicast_fault_no_peer with no peer but ourselves: always
 	// in fault.
 	noPeer bool
@@ -690,6 +691,11 @@ func (n *Node) read(s *sock) {
 		}
 		if backup && a.Priority != 0 {
 			in.advSrc = r.Src
+		}
+		if a.Priority == 255 && in.params.Priority == 255 && !in.ownerClash.Swap(true) {
+			in.node.log.Error("vrrp: this instance and another router are both the address owner (priority 255): "+
+				"this one drops to priority 254, as keepalived does; fix the configuration",
+				"instance", in.cfg.Name, "vrid", in.cfg.VRID, "src", r.Src)
 		}
 		in.received.Add(1)
 		in.drv.Receive(&a, r.Src)
