@@ -662,7 +662,11 @@ func (n *Node) read(s *sock) {
 			s.drops[DropVRID].Add(1)
 			continue
 		}
-		if r.Dst.IsMulticast() && (len(in.dsts) == 0 || r.Dst != in.dsts[0]) {
+		// keepalived drops a multicast advert on a unicast instance and a
+		// unicast one on a multicast instance ("Expected multicast packet
+		// but received unicast packet"): the raw socket hears both.
+		if (r.Dst.IsMulticast() && (len(in.dsts) == 0 || r.Dst != in.dsts[0])) ||
+			(r.Dst.IsValid() && !r.Dst.IsMulticast() && !in.expect.Unicast) {
 			in.drops[DropDestination].Add(1)
 			continue
 		}
