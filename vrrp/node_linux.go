@@ -104,7 +104,7 @@ type instance struct {
 	deleted    atomic.Bool
 	ownerClash atomic.Bool // another address owner was heard and logged
 	resumed    bool        // Adopt resumes it from its predecessor
-	// noPeer: unicast_fault_no_peer with no peer but ourselves: always
+	// noPeer: unicast_fault_no_peer with no unicast_peer at all: always
 	// in fault.
 	noPeer bool
 
@@ -277,7 +277,10 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 				in.dsts = append(in.dsts, p.Addr)
 			}
 		}
-		in.noPeer = in.noPeer && len(in.dsts) == 0
+		// unicast_fault_no_peer is FAULT only for an empty list:
+		// keepalived 2.2.7 with its own address as its only peer runs,
+		// and becomes master (checked in a namespace).
+		in.noPeer = in.noPeer && len(ci.UnicastPeers) == 0
 	} else {
 		in.dsts = []netip.Addr{group}
 	}
