@@ -191,6 +191,8 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:7: warning: state: VI_1: strict mode allows state MASTER only for the address owner (priority 255): BACKUP, as keepalived does\n" +
 				"/k.conf:9: warning: preempt_delay: strict mode has no preempt_delay: cleared, as keepalived does\n" +
 				"/k.conf:10: warning: authentication: strict mode has no authentication: ignored, as keepalived does"},
+		{"strict mode: the owner is MASTER", "global_defs {\n vrrp_strict\n}\n" + vi(" state BACKUP\n priority 255\n virtual_ipaddress {\n  10.0.0.1\n }"),
+			"/k.conf:7: warning: state: VI_1: strict mode starts the address owner (priority 255) in state MASTER, as keepalived does"},
 		{"strict mode without VIP", "global_defs {\n vrrp_strict\n}\n" + vi(""),
 			"/k.conf:4: error: vrrp_instance: VI_1: strict mode needs at least one virtual_ipaddress"},
 		{"v3 without VIP", vi(" version 3"),

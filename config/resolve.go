@@ -274,6 +274,12 @@ func (d *decoder) strictMode(in *Instance) {
 		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode allows state MASTER only for the address owner (priority 255): BACKUP, as keepalived does", in.Name)
 		in.State = "BACKUP"
 	}
+	if in.State != "MASTER" && in.Priority == 255 {
+		// keepalived: "State MASTER must match being address owner",
+		// both ways (vrrp_complete_instance).
+		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode starts the address owner (priority 255) in state MASTER, as keepalived does", in.Name)
+		in.State = "MASTER"
+	}
 	if in.Auth != nil {
 		d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "strict mode has no authentication: ignored, as keepalived does")
 		in.Auth = nil
