@@ -217,6 +217,17 @@ func (d *decoder) resolveInstance(in *Instance) {
 			in.CheckUnicastSrc = true
 		}
 	}
+	if len(in.UnicastPeers) == 0 && !in.UnicastFaultNoPeer {
+		// keepalived (vrrp_complete_instance): "A unicast keyword has
+		// been specified without any unicast peers. Defaulting to
+		// multicast."; unicast_ttl has its own message below.
+		for _, k := range []string{"unicast_peer", "unicast_src_ip", "check_unicast_src"} {
+			if pos, ok := in.set[k]; ok {
+				d.rep.warnf(pos, k, "%s: no unicast_peer: the instance uses multicast, as keepalived does", in.Name)
+				break
+			}
+		}
+	}
 	if pos, ok := in.set["unicast_ttl"]; ok {
 		switch {
 		case len(in.UnicastPeers) == 0:
