@@ -143,6 +143,9 @@ var instanceBlock = &block[Instance]{
 		},
 		"unicast_peer": func(d *decoder, n *Node, in *Instance) {
 			d.want(n, 0, 0)
+			if len(n.Children) == 0 {
+				markSet(&in.set, n) // an empty block: no peers said so
+			}
 			d.lines(n, func(c *Node) {
 				if p, ok := d.unicastPeer(c); ok {
 					in.UnicastPeers = append(in.UnicastPeers, p)

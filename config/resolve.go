@@ -170,9 +170,10 @@ func (d *decoder) resolveInstance(in *Instance) {
 			in.Auth = nil
 		case in.Auth.Type == "AH" && in.Family == "inet6":
 			d.rep.errorf(posOf(in.set, "authentication", in.Pos), "authentication", "AH is not available with IPv6")
-		case in.Auth.Type == "AH" && in.State == "MASTER":
+		case in.Auth.Type == "AH" && in.State == "MASTER" && in.Priority != 255:
 			// keepalived 2.2.7: "Initial state master is incompatible
-			// with AH authentication - clearing" (Neutron's L3 HA).
+			// with AH authentication - clearing" (Neutron's L3 HA); the
+			// address owner keeps it (vrrp.c, vrrp_complete_instance).
 			d.rep.lenient(posOf(in.set, "state", in.Pos), "state", "%s: state MASTER does not go with AH authentication: BACKUP, as keepalived does", in.Name)
 			in.State = "BACKUP"
 		}
@@ -214,6 +215,17 @@ func (d *decoder) resolveInstance(in *Instance) {
 	for _, p := range in.UnicastPeers {
 		if p.MinTTL > 0 || p.MaxTTL > 0 {
 			in.CheckUnicastSrc = true
+		}
+	}
+	if len(in.UnicastPeers) == 0 && !in.UnicastFaultNoPeer {
+		// keepalived (vrrp_complete_instance): "A unicast keyword has
+		// been specified without any unicast peers. Defaulting to
+		// multicast."; unicast_ttl has its own message below.
+		for _, k := range []string{"unicast_peer", "unicast_src_ip", "check_unicast_src"} {
+			if pos, ok := in.set[k]; ok {
+				d.rep.warnf(pos, k, "%s: no unicast_peer: the instance uses multicast, as keepalived does", in.Name)
+				break
+			}
 		}
 	}
 	if pos, ok := in.set["unicast_ttl"]; ok {
@@ -272,6 +284,12 @@ func (d *decoder) strictMode(in *Instance) {
 	if in.State == "MASTER" && in.Priority != 255 {
 		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode allows state MASTER only for the address owner (priority 255): BACKUP, as keepalived does", in.Name)
 		in.State = "BACKUP"
+	}
+	if in.State != "MASTER" && in.Priority == 255 {
+		// keepalived: "State MASTER must match being address owner",
+		// both ways (vrrp_complete_instance).
+		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode starts the address owner (priority 255) in state MASTER, as keepalived does", in.Name)
+		in.State = "MASTER"
 	}
 	if in.Auth != nil {
 		d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "strict mode has no authentication: ignored, as keepalived does")

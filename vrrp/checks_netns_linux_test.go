@@ -80,6 +80,41 @@ func TestAdvertAddressesChecked(t *testing.T) {
 	}
 }
 
+// TestUnicastToMulticastInstance: a multicast instance drops an advert
+// sent to its own address, as keepalived does ("Expected multicast packet
+// but received unicast packet"), and counts it as destination; the same
+// advert to the group is taken.
+func TestUnicastToMulticastInstance(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-ucm-a")
+	b := nstest.New(t, "dd-ucm-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nd := startNode(t, a, nstest.Instance("dda", 100, 2, "1", "192.0.2.100/24", ""))
+	nstest.WaitFor(t, 2*time.Second, "backup", func() bool { return nd.state(t) == Backup })
+	src, own := netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.1")
+	adv := Advert{Version: 2, VRID: 51, Priority: 200, Interval: 1, Addrs: addrs("192.0.2.100")}
+	msg, err := adv.AppendMarshal(nil, src, own, MessageOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Do(t, func() {
+		c, err := OpenConn("ddb", false, netip.Addr{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Write(msg, src, own); err != nil {
+			t.Fatal(err)
+		}
+	})
+	waitCount(t, nd, "destination", 1)
+	if st := nd.status(t); st.Received != 0 {
+		t.Errorf("received %d adverts, want 0", st.Received)
+	}
+	sender{t, b, "ddb"}.send(adv, src)
+	waitCount(t, nd, "received", 1)
+}
+
 // TestUnicastTTL: unicast adverts leave with unicast_ttl as their TTL or
 // hop limit; without it, as keepalived 2.2.7 sends them (checked with
 // tcpdump): TTL 255 over IPv4, the kernel's default hop limit (64) over

@@ -114,8 +114,15 @@ type Machine struct {
 	// start and after it began hearing that master.
 	started    time.Time
 	lowerSince time.Time
-	garpAt     time.Time // master: next gratuitous ARP burst
-	garpN      int       // its size
+	// A master's gratuitous ARP timers, each its own as keepalived's:
+	// the burst garp_master_delay after becoming master, the burst
+	// garp_lower_prio_delay after hearing a lower priority, and the
+	// refresh, checked when an advert is sent.
+	garpAt    time.Time
+	garpN     int
+	lowAt     time.Time
+	lowN      int
+	refreshAt time.Time
 	// delayUntil is the end of vrrp_startup_delay: until then no instance
 	// becomes master (DelayStart).
 	delayUntil time.Time
@@ -173,7 +180,7 @@ func (m *Machine) MasterDownInterval() time.Duration {
 // Deadline is the next time Tick must be called (the zero time if none).
 func (m *Machine) Deadline() time.Time {
 	var d time.Time
-	for _, t := range []time.Time{m.adverTimer, m.downTimer, m.garpAt} {
+	for _, t := range []time.Time{m.adverTimer, m.downTimer, m.garpAt, m.lowAt} {
 		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
 			d = t
 		}
@@ -222,17 +229,30 @@ func (m *Machine) becomeMaster(now time.Time) {
 	m.adverTimer = now.Add(m.p.AdvertInt)
 	m.setState(Master)
 	m.act.SendGARP(max(m.p.Garp.Repeat, 1))
-	m.garpAt, m.garpN = time.Time{}, 0
-	switch {
-	case m.p.Garp.Delay > 0:
+	m.clearGarps()
+	if m.p.Garp.Delay > 0 {
 		m.garpAt, m.garpN = now.Add(m.p.Garp.Delay), max(m.p.Garp.Repeat, 1)
-	case m.p.Garp.Refresh > 0:
-		m.garpAt, m.garpN = now.Add(m.p.Garp.Refresh), max(m.p.Garp.RefreshRepeat, 1)
+	}
+	m.startRefresh(now)
+}
+
+// clearGarps stops every gratuitous ARP timer.
+func (m *Machine) clearGarps() {
+	m.garpAt, m.garpN, m.lowAt, m.lowN, m.refreshAt = time.Time{}, 0, time.Time{}, 0, time.Time{}
+}
+
+// startRefresh counts garp_master_refresh from now, as keepalived sets
+// its refresh timer on becoming master.
+func (m *Machine) startRefresh(now time.Time) {
+	m.refreshAt = time.Time{}
+	if m.p.Garp.Refresh > 0 {
+		m.refreshAt = now.Add(m.p.Garp.Refresh)
 	}
 }
 
 func (m *Machine) becomeBackup(now time.Time, masterInt time.Duration) {
-	m.adverTimer, m.garpAt = time.Time{}, time.Time{}
+	m.adverTimer = time.Time{}
+	m.clearGarps()
 	m.lowerSince = time.Time{} // preempt_delay counts afresh
 	m.masterAdverInt = masterInt
 	m.downTimer = m.downAt(now, m.MasterDownInterval())
@@ -251,13 +271,20 @@ func (m *Machine) Tick(now time.Time) {
 		if !m.adverTimer.IsZero() && !now.Before(m.adverTimer) {
 			m.act.SendAdvert(m.priority)
 			m.adverTimer = now.Add(m.p.AdvertInt)
+			// keepalived's vrrp_state_master_tx: the refresh goes with
+			// the first advert due after its time.
+			if !m.refreshAt.IsZero() && !now.Before(m.refreshAt) {
+				m.act.SendGARP(max(m.p.Garp.RefreshRepeat, 1))
+				m.refreshAt = now.Add(m.p.Garp.Refresh)
+			}
 		}
 		if !m.garpAt.IsZero() && !now.Before(m.garpAt) {
 			m.act.SendGARP(m.garpN)
 			m.garpAt, m.garpN = time.Time{}, 0
-			if m.p.Garp.Refresh > 0 {
-				m.garpAt, m.garpN = now.Add(m.p.Garp.Refresh), max(m.p.Garp.RefreshRepeat, 1)
-			}
+		}
+		if !m.lowAt.IsZero() && !now.Before(m.lowAt) {
+			m.act.SendGARP(m.lowN)
+			m.lowAt, m.lowN = time.Time{}, 0
 		}
 	}
 }
@@ -298,6 +325,12 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 			m.adverTimer = now.Add(m.p.AdvertInt)
 			return
 		}
+		if a.Priority == 255 && m.priority == 255 && src != m.p.Primary {
+			// Two address owners: keepalived's "CONFIGURATION ERROR"
+			// drops our priority to 254 for good (vrrp_state_master_rx),
+			// so the other owner's advert is a higher priority one.
+			m.p.Priority, m.tracked, m.priority = 254, 254, 254
+		}
 		if a.Priority > m.priority || (a.Priority == m.priority && addrGreater(src, m.p.Primary)) {
 			if m.p.HigherPrioSendAdvert {
 				m.act.SendAdvert(m.priority)
@@ -315,7 +348,7 @@ func (m *Machine) Advert(now time.Time, a *Advert, src netip.Addr) {
 		if m.p.Garp.LowerPrioRep > 0 {
 			m.act.SendGARP(m.p.Garp.LowerPrioRep)
 			if m.p.Garp.LowerPrioDelay > 0 {
-				m.garpAt, m.garpN = now.Add(m.p.Garp.LowerPrioDelay), m.p.Garp.LowerPrioRep
+				m.lowAt, m.lowN = now.Add(m.p.Garp.LowerPrioDelay), m.p.Garp.LowerPrioRep
 			}
 		}
 	}
@@ -347,7 +380,8 @@ func (m *Machine) SetFault(now time.Time, fault bool) {
 			// Hand over at once, as a clean stop does.
 			m.act.SendAdvert(0)
 		}
-		m.adverTimer, m.downTimer, m.garpAt = time.Time{}, time.Time{}, time.Time{}
+		m.adverTimer, m.downTimer = time.Time{}, time.Time{}
+		m.clearGarps()
 		m.setState(Fault)
 		return
 	}
@@ -453,13 +487,11 @@ func (m *Machine) Resume(now time.Time, c Carry, announce bool) {
 		m.masterAddr = netip.Addr{}
 		m.act.SendAdvert(m.priority)
 		m.adverTimer = now.Add(m.p.AdvertInt)
-		m.garpAt, m.garpN = time.Time{}, 0
+		m.clearGarps()
 		if announce {
 			m.act.SendGARP(max(m.p.Garp.Repeat, 1))
 		}
-		if m.p.Garp.Refresh > 0 {
-			m.garpAt, m.garpN = now.Add(m.p.Garp.Refresh), max(m.p.Garp.RefreshRepeat, 1)
-		}
+		m.startRefresh(now)
 	case c.State == Backup:
 		m.state = Backup
 		m.downTimer = m.downAt(now, m.MasterDownInterval())
@@ -471,7 +503,8 @@ func (m *Machine) Resume(now time.Time, c Carry, announce bool) {
 		if m.state == Master {
 			m.act.SendAdvert(0)
 		}
-		m.adverTimer, m.downTimer, m.garpAt = time.Time{}, time.Time{}, time.Time{}
+		m.adverTimer, m.downTimer = time.Time{}, time.Time{}
+		m.clearGarps()
 		m.setState(Fault)
 	}
 }
@@ -482,6 +515,7 @@ func (m *Machine) Stop() {
 	if m.state == Master {
 		m.act.SendAdvert(0)
 	}
-	m.adverTimer, m.downTimer, m.garpAt = time.Time{}, time.Time{}, time.Time{}
+	m.adverTimer, m.downTimer = time.Time{}, time.Time{}
+	m.clearGarps()
 	m.setState(Initialize)
 }

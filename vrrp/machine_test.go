@@ -176,6 +176,21 @@ func TestMasterYields(t *testing.T) {
 	}
 }
 
+// TestTwoAddressOwners: a master at priority 255 that hears another
+// address owner drops to 254, as keepalived does, and so yields whatever
+// the addresses.
+func TestTwoAddressOwners(t *testing.T) {
+	s := newSim(t, v2params(255))
+	s.start()
+	s.until(1500 * time.Millisecond)
+	s.rec.log = nil
+	s.advert(1600*time.Millisecond, 255, "192.0.2.0", 1) // a lower address
+	s.want("1.6s MASTER->BACKUP")
+	if p := s.m.Priority(); p != 254 {
+		t.Errorf("priority %d after the conflict, want 254", p)
+	}
+}
+
 func TestHigherPrioSendAdvert(t *testing.T) {
 	p := v2params(200)
 	p.HigherPrioSendAdvert = true
@@ -271,14 +286,49 @@ func TestStopSendsPriorityZero(t *testing.T) {
 	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 5", "1s advert 255", "1s advert 0", "1s MASTER->INIT")
 }
 
+// garps keeps the gratuitous ARP lines of the log.
+func (s *sim) garps() {
+	var garps []string
+	for _, l := range s.rec.log {
+		if strings.Contains(l, "garp") {
+			garps = append(garps, l)
+		}
+	}
+	s.rec.log = garps
+}
+
+// TestGarpRefresh: garp_master_refresh counts from becoming master, apart
+// from garp_master_delay's second burst, and goes with the first advert
+// due after its time, as keepalived's timers do.
 func TestGarpRefresh(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		delay time.Duration
+		want  []string
+	}{
+		{"no delay", 0, []string{"0s garp 2", "10s garp 1", "20s garp 1"}},
+		{"with garp_master_delay", 5 * time.Second, []string{"0s garp 2", "5s garp 2", "10s garp 1", "20s garp 1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := v2params(255)
+			p.Garp = GarpParams{Repeat: 2, Delay: c.delay, Refresh: 10 * time.Second, RefreshRepeat: 1}
+			s := newSim(t, p)
+			s.start()
+			s.until(25 * time.Second)
+			s.garps()
+			s.want(c.want...)
+		})
+	}
+	// With adverts 4 s apart the refresh due at 10 s waits for the advert
+	// at 12 s.
 	p := v2params(255)
-	p.Garp = GarpParams{Repeat: 2, Delay: 0, Refresh: 10 * time.Second, RefreshRepeat: 1}
-	p.AdvertInt = 100 * time.Second // keep adverts out of the log
+	p.AdvertInt = 4 * time.Second
+	p.Garp = GarpParams{Repeat: 2, Refresh: 10 * time.Second, RefreshRepeat: 1}
 	s := newSim(t, p)
 	s.start()
 	s.until(25 * time.Second)
-	s.want("0s advert 255", "0s INIT->MASTER", "0s garp 2", "10s garp 1", "20s garp 1")
+	s.garps()
+	s.want("0s garp 2", "12s garp 1", "24s garp 1")
 }
 
 func TestEffectivePriority(t *testing.T) {
@@ -328,6 +378,20 @@ func TestGarpLowerPrio(t *testing.T) {
 	}
 	s.rec.log = garps
 	s.want("5s garp 2", "8s garp 2")
+}
+
+// TestGarpLowerPrioDuringDelay: a lower priority advert heard before
+// garp_master_delay's burst leaves that burst in place: keepalived runs
+// each on a timer of its own.
+func TestGarpLowerPrioDuringDelay(t *testing.T) {
+	p := v2params(255)
+	p.Garp = GarpParams{Repeat: 3, Delay: 5 * time.Second, LowerPrioRep: 2, LowerPrioDelay: 3 * time.Second}
+	s := newSim(t, p)
+	s.start()
+	s.advert(time.Second, 100, "192.0.2.9", 1)
+	s.until(10 * time.Second)
+	s.garps()
+	s.want("0s garp 3", "1s garp 2", "4s garp 2", "5s garp 3")
 }
 
 // TestYield: an operator's hand-over. The master (150) sends priority 0

@@ -101,9 +101,10 @@ type instance struct {
 
 	// deleted: a reload removed the instance; its stop tells the notify
 	// scripts DELETED (notify_deleted) or FAULT instead of STOP.
-	deleted atomic.Bool
-	resumed bool // Adopt resumes it from its predecessor
-	// noPeer: unicast_fault_no_peer with no peer but ourselves: always
+	deleted    atomic.Bool
+	ownerClash atomic.Bool // another address owner was heard and logged
+	resumed    bool        // Adopt resumes it from its predecessor
+	// noPeer: unicast_fault_no_peer with no unicast_peer at all: always
 	// in fault.
 	noPeer bool
 
@@ -276,7 +277,10 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 				in.dsts = append(in.dsts, p.Addr)
 			}
 		}
-		in.noPeer = in.noPeer && len(in.dsts) == 0
+		// unicast_fault_no_peer is FAULT only for an empty list:
+		// keepalived 2.2.7 with its own address as its only peer runs,
+		// and becomes master (checked in a namespace).
+		in.noPeer = in.noPeer && len(ci.UnicastPeers) == 0
 	} else {
 		in.dsts = []netip.Addr{group}
 	}
@@ -661,7 +665,11 @@ func (n *Node) read(s *sock) {
 			s.drops[DropVRID].Add(1)
 			continue
 		}
-		if r.Dst.IsMulticast() && (len(in.dsts) == 0 || r.Dst != in.dsts[0]) {
+		// keepalived drops a multicast advert on a unicast instance and a
+		// unicast one on a multicast instance ("Expected multicast packet
+		// but received unicast packet"): the raw socket hears both.
+		if (r.Dst.IsMulticast() && (len(in.dsts) == 0 || r.Dst != in.dsts[0])) ||
+			(r.Dst.IsValid() && !r.Dst.IsMulticast() && !in.expect.Unicast) {
 			in.drops[DropDestination].Add(1)
 			continue
 		}
@@ -690,6 +698,11 @@ func (n *Node) read(s *sock) {
 		}
 		if backup && a.Priority != 0 {
 			in.advSrc = r.Src
+		}
+		if a.Priority == 255 && in.params.Priority == 255 && !in.ownerClash.Swap(true) {
+			in.node.log.Error("vrrp: this instance and another router are both the address owner (priority 255): "+
+				"this one drops to priority 254, as keepalived does; fix the configuration",
+				"instance", in.cfg.Name, "vrid", in.cfg.VRID, "src", r.Src)
 		}
 		in.received.Add(1)
 		in.drv.Receive(&a, r.Src)

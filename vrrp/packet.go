@@ -97,7 +97,7 @@ const (
 	DropAddrs                  // address list differs from ours (when checked)
 	DropFamily                 // VRRPv2 over IPv6, or addresses of another family
 	DropSource                 // unicast source not among the peers
-	DropDestination            // sent to another multicast group than ours
+	DropDestination            // sent to another multicast group than ours, or unicast to a multicast instance
 	dropReasons
 )
 

@@ -2,6 +2,7 @@ package vrrp
 
 import (
 	"encoding/json"
+	"net/netip"
 	"slices"
 
 	"github.com/directord/directord/config"
@@ -73,7 +74,7 @@ func PlanReload(old, cur *config.Config) []InstancePlan {
 	for _, ni := range cur.Instances {
 		match := -1
 		for i, oi := range old.Instances {
-			if used[i] || !sameRouter(oi, ni) {
+			if used[i] || !sameRouter(old, oi, cur, ni) {
 				continue
 			}
 			if match < 0 || oi.Name == ni.Name {
@@ -101,15 +102,30 @@ func PlanReload(old, cur *config.Config) []InstancePlan {
 	return out
 }
 
-// sameRouter is keepalived's vrrp_exist.
-func sameRouter(a, b *config.Instance) bool {
+// sameRouter is keepalived's vrrp_exist: a multicast instance must also
+// keep its group (mcast_dst_ip, else global_defs vrrp_mcast_group4/6).
+func sameRouter(ac *config.Config, a *config.Instance, bc *config.Config, b *config.Instance) bool {
 	if a.VRID != b.VRID || a.Family != b.Family || a.Interface != b.Interface {
 		return false
 	}
 	if (len(a.UnicastPeers) > 0) != (len(b.UnicastPeers) > 0) {
 		return false
 	}
-	return len(a.UnicastPeers) == 0 || a.UnicastSrcIP == b.UnicastSrcIP
+	if len(a.UnicastPeers) > 0 {
+		return a.UnicastSrcIP == b.UnicastSrcIP
+	}
+	return mcastGroup(ac, a) == mcastGroup(bc, b)
+}
+
+// mcastGroup is where a multicast instance sends its adverts.
+func mcastGroup(c *config.Config, in *config.Instance) netip.Addr {
+	switch {
+	case in.MCastDstIP.IsValid():
+		return in.MCastDstIP
+	case in.Family == "inet6":
+		return c.Global.MCastGroup6
+	}
+	return c.Global.MCastGroup4
 }
 
 // instanceDiff lists the keywords of an instance that differ, its tracked

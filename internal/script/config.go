@@ -44,7 +44,9 @@ func CheckConfig(cfg *config.Config, sec Sections, log *slog.Logger) Report {
 	r := NewRunner(&cfg.Global)
 	var rep Report
 	add := func(at config.Pos, kw string, s *config.Script) {
-		if s != nil {
+		// A bare notify_deleted is a flag (DELETED instead of FAULT),
+		// not a script: nothing to check.
+		if s != nil && len(s.Args) > 0 {
 			if s.Pos.File != "" {
 				at = s.Pos // the keyword's own line
 			}

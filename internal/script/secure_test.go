@@ -297,6 +297,26 @@ func TestCheckConfig(t *testing.T) {
 	}
 }
 
+// TestCheckConfigBareNotifyDeleted: a notify_deleted without a script is
+// keepalived's flag (send DELETED, not FAULT), not a script that cannot
+// run: it is neither checked nor reported disabled.
+func TestCheckConfigBareNotifyDeleted(t *testing.T) {
+	text := "global_defs {\n enable_script_security\n script_user root\n}\n" +
+		"vrrp_instance VI {\n interface eth0\n virtual_router_id 1\n priority 100\n notify_deleted\n virtual_ipaddress {\n 192.0.2.1\n }\n}\n"
+	cfg, diags := config.Parse("/k.conf", text, nil, config.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if cfg.Instances[0].Notify.Deleted == nil {
+		t.Fatal("notify_deleted not read")
+	}
+	var buf bytes.Buffer
+	rep := CheckConfig(cfg, Sections{VRRP: true}, slog.New(slog.NewTextHandler(&buf, nil)))
+	if len(rep.Entries) != 0 || buf.Len() != 0 {
+		t.Errorf("bare notify_deleted checked as a script: %+v\n%s", rep.Entries, buf.String())
+	}
+}
+
 // TestInsecureScriptDoesNotRun: an insecure notify script is refused under
 // enable_script_security and runs without it (keepalived's behaviour).
 func TestInsecureScriptDoesNotRun(t *testing.T) {
