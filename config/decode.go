@@ -49,6 +49,9 @@ type block[T any] struct {
 func walk[T any](d *decoder, n *Node, b *block[T], t *T) {
 	for _, c := range n.Children {
 		if h, ok := b.keys[c.Keyword]; ok {
+			if how, ok := Differences[b.name][c.Keyword]; ok {
+				d.cfg.Differs = append(d.cfg.Differs, Difference{Pos: c.Pos, Block: b.name, Keyword: c.Keyword, How: how})
+			}
 			h(d, c, t)
 			continue
 		}

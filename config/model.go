@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/hex"
+	"fmt"
 	"net/netip"
 	"regexp"
 	"time"
@@ -21,6 +22,24 @@ type Config struct {
 	Instances           []*Instance           `json:"vrrp_instances,omitempty"`
 	VirtualServerGroups []*VirtualServerGroup `json:"virtual_server_groups,omitempty"`
 	VirtualServers      []*VirtualServer      `json:"virtual_servers,omitempty"`
+
+	// Differs lists, in the order of the file, each keyword the file uses
+	// that directord runs differently from keepalived (Differences), for
+	// -t's summary.
+	Differs []Difference `json:"-"`
+}
+
+// Difference is one use of a keyword that directord runs differently from
+// keepalived: where, which, and how (the text of Differences).
+type Difference struct {
+	Pos     Pos
+	Block   string
+	Keyword string
+	How     string
+}
+
+func (d Difference) String() string {
+	return fmt.Sprintf("%s: %s (in %s): %s", d.Pos, d.Keyword, d.Block, d.How)
 }
 
 // Global is global_defs.

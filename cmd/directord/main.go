@@ -203,6 +203,11 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 			diffs = append(diffs, fmt.Sprintf("real_server %s (%s): %s not supported by directord; %s", rs.Addr, rs.Pos, strings.Join(u, ", "), then))
 		}
 	}
+	// Every keyword the file uses that directord runs differently
+	// (config.Differences, as docs/keywords.md lists them).
+	for _, d := range cfg.Differs {
+		diffs = append(diffs, d.String())
+	}
 	if len(diffs) > 0 {
 		out("differences from keepalived that this file relies on:\n")
 		for _, d := range diffs {

@@ -105,6 +105,9 @@ func TestConfigTestExitCodes(t *testing.T) {
         }
     }
 `, 1))
+	// Each keyword run differently from keepalived is listed with its
+	// file:line and how (config.Differences).
+	differs := writeConf(t, strings.Replace(goodConf, "interface eth0", "interface eth0\n    no_accept", 1))
 	tests := []struct {
 		name       string
 		args       []string
@@ -120,6 +123,8 @@ func TestConfigTestExitCodes(t *testing.T) {
 				"  real_server 192.0.2.11:443 (" + unchecked + ":15): PING_CHECK at " + unchecked + ":16, BFD_CHECK at " + unchecked + ":18 not supported by directord; checked only by its other checkers\n", ""},
 		{"ha_suspend on a group", []string{"-t", "-f", haGroup}, exitOK,
 			"  virtual_server group web (" + haGroup + ":11): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group\n", ""},
+		{"differences listed", []string{"-t", "-f", differs}, exitOK,
+			"differences from keepalived that this file relies on:\n  " + differs + ":3: no_accept (in vrrp_instance): read, no effect: keepalived carries no_accept out only through", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
 		{"lenient", []string{"-t", "-f", lenient}, exitOK, "configuration OK: " + lenient,
 			lenient + ":3: warning: state: \"SLAVE\" is not MASTER or BACKUP: BACKUP, as keepalived does"},
