@@ -248,7 +248,6 @@ var instanceBlock = &block[Instance]{
 		"vmac_xmit_base":             "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
-		"track_file":                 "use track_script",
 		"track_process":              "use track_script",
 		"track_bfd":                  "",
 		"virtual_rules":              "",
@@ -386,7 +385,6 @@ var syncGroupBlock = &block[SyncGroup]{
 		},
 	},
 	unsupported: map[string]string{
-		"track_file":              "use track_script",
 		"track_process":           "use track_script",
 		"track_bfd":               "",
 		"smtp_alert":              "directord sends no e-mail; use notify scripts",

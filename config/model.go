@@ -20,6 +20,9 @@ type Config struct {
 	Instances           []*Instance           `json:"vrrp_instances,omitempty"`
 	VirtualServerGroups []*VirtualServerGroup `json:"virtual_server_groups,omitempty"`
 	VirtualServers      []*VirtualServer      `json:"virtual_servers,omitempty"`
+	// TrackFiles are the track_file (vrrp_track_file) blocks that some
+	// instance or sync group tracks.
+	TrackFiles []*TrackFile `json:"track_files,omitempty"`
 }
 
 // Global is global_defs.
@@ -56,8 +59,14 @@ type Global struct {
 	Nice int `json:"vrrp_priority"`
 	// RTPriority, when not 0, runs directord's threads in SCHED_RR at this
 	// priority (vrrp_rt_priority).
-	RTPriority int            `json:"vrrp_rt_priority,omitempty"`
-	set        map[string]Pos // keywords given, for defaults that depend on them
+	RTPriority int `json:"vrrp_rt_priority,omitempty"`
+	// NotifyFIFO (notify_fifo) receives every VRRP and LVS event line,
+	// VRRPNotifyFIFO (vrrp_notify_fifo) the VRRP ones, LVSNotifyFIFO
+	// (lvs_notify_fifo) the LVS ones; nil when not given.
+	NotifyFIFO     *NotifyFIFO    `json:"notify_fifo,omitempty"`
+	VRRPNotifyFIFO *NotifyFIFO    `json:"vrrp_notify_fifo,omitempty"`
+	LVSNotifyFIFO  *NotifyFIFO    `json:"lvs_notify_fifo,omitempty"`
+	set            map[string]Pos // keywords given, for defaults that depend on them
 }
 
 // GarpSettings are the gratuitous ARP / unsolicited NA timings, global
@@ -152,6 +161,7 @@ type SyncGroup struct {
 	Members         []string         `json:"group"`
 	TrackInterfaces []TrackInterface `json:"track_interface,omitempty"`
 	TrackScripts    []TrackScript    `json:"track_script,omitempty"`
+	TrackFiles      []TrackFileUse   `json:"track_file,omitempty"`
 	Notify          Notify           `json:"notify"`
 	// TrackingWeight (sync_group_tracking_weight, or the deprecated
 	// global_tracking) keeps members' tracking weights instead of zeroing them.
@@ -209,6 +219,7 @@ type Instance struct {
 
 	TrackInterfaces  []TrackInterface `json:"track_interface,omitempty"`
 	TrackScripts     []TrackScript    `json:"track_script,omitempty"`
+	TrackFiles       []TrackFileUse   `json:"track_file,omitempty"`
 	DontTrackPrimary bool             `json:"dont_track_primary,omitempty"`
 
 	Notify               Notify       `json:"notify"`
