@@ -63,7 +63,7 @@ func TestFIFONoReaderNeverBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := InstanceLine(strings.Repeat("x", 100), "BACKUP", 50) // 123 bytes
-	const n = 2000                                                // 246 kB: far past a 64 KiB pipe
+	const n = 2000                                               // 246 kB: far past a 64 KiB pipe
 	for range n {
 		f.Write(line)
 	}
