@@ -47,6 +47,7 @@ type Node struct {
 	promMu      sync.Mutex
 	promoted    map[string]*sysctlSave
 	observe     atomic.Pointer[func(Event)]
+	fifo        func(line string) // NotifyFIFO's
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the

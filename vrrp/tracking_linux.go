@@ -231,6 +231,7 @@ func (in *instance) notify(from, to State, prio uint8) {
 	for _, c := range script.Notify(&in.cfg.Notify, "INSTANCE", in.cfg.Name, state, int(prio)) {
 		t.queue.Submit(script.Job{Key: "instance " + in.cfg.Name, Kind: "vrrp", Runner: t.runner, Script: c.Script, Args: c.Args})
 	}
+	in.node.fifoInstance(in.cfg.Name, state, int(prio))
 }
 
 // notifyState is keepalived's name of a state in notify arguments: an
@@ -273,4 +274,5 @@ func (in *instance) groupNotify(to State) {
 	for _, c := range script.Notify(&g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
 		t.queue.Submit(script.Job{Key: "group " + g.group.Name, Kind: "sync_group", Runner: t.runner, Script: c.Script, Args: c.Args})
 	}
+	in.node.fifoGroup(g.group.Name, notifyState(to))
 }
