@@ -214,6 +214,7 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	d.newScripts()
 	script.CheckConfig(cfg, d.scriptSections(cfg), log)
 	d.mu.Lock()
+	vrrp.InitTrackFiles(cfg, false, log) // init_file, as keepalived at start
 	d.openFIFOs(cfg)
 	err := d.start(cfg)
 	d.publish()
@@ -529,6 +530,7 @@ func (d *daemon) reloadLocked() error {
 			return fmt.Errorf("health checks: %w", err)
 		}
 	}
+	vrrp.InitTrackFiles(cfg, true, log) // a reload writes only missing files
 	var newNode bool
 	var node *vrrp.Node
 	var nodeNL *netlink.Handle
