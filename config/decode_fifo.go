@@ -10,6 +10,33 @@ func init() {
 		globalBlock.keys[kw] = func(d *decoder, n *Node, g *Global) { d.notifyFIFO(n, field(g)) }
 		globalBlock.keys[kw+"_script"] = func(d *decoder, n *Node, g *Global) { d.notifyFIFOScript(n, field(g)) }
 	}
+	globalBlock.keys["vrrp_notify_priority_changes"] = boolKey(func(g *Global) *bool { return &g.NotifyPriorityChanges }, nil)
+	instanceBlock.keys["notify_priority_changes"] = boolKey(func(in *Instance) *bool { return &in.NotifyPriorityChanges }, instanceSet)
+	syncGroupBlock.keys["notify_priority_changes"] = func(d *decoder, n *Node, g *SyncGroup) {
+		if v, ok := d.flag(n); ok {
+			g.NotifyPriorityChanges = &v
+		}
+	}
+}
+
+// resolvePriorityChanges gives each instance without its own
+// notify_priority_changes its sync group's, else the global one, as
+// keepalived's vrrp_complete_instance.
+func (d *decoder) resolvePriorityChanges() {
+	groups := map[string]*SyncGroup{}
+	for _, g := range d.cfg.SyncGroups {
+		groups[g.Name] = g
+	}
+	for _, in := range d.cfg.Instances {
+		if _, ok := in.set["notify_priority_changes"]; ok {
+			continue
+		}
+		if g := groups[in.SyncGroup]; g != nil && g.NotifyPriorityChanges != nil {
+			in.NotifyPriorityChanges = *g.NotifyPriorityChanges
+		} else {
+			in.NotifyPriorityChanges = d.cfg.Global.NotifyPriorityChanges
+		}
+	}
 }
 
 func fifoField(kw string) func(g *Global) **NotifyFIFO {

@@ -315,7 +315,7 @@ func globalUnsupported() map[string]string {
 		"nftables_counters", "nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark",
 		"disable_local_igmp")
 	add("use notify scripts",
-		"vrrp_notify_priority_changes", "fifo_write_vrrp_states_on_reload", "rs_init_notifies")
+		"fifo_write_vrrp_states_on_reload", "rs_init_notifies")
 	add("directord sizes its own netlink buffers",
 		"vrrp_netlink_cmd_rcv_bufs", "vrrp_netlink_cmd_rcv_bufs_force",
 		"vrrp_netlink_monitor_rcv_bufs", "vrrp_netlink_monitor_rcv_bufs_force",

@@ -252,7 +252,6 @@ var instanceBlock = &block[Instance]{
 		"track_bfd":                  "",
 		"virtual_rules":              "",
 		"notify_master_rx_lower_pri": "",
-		"notify_priority_changes":    "",
 		"smtp_alert":                 "directord sends no e-mail; use notify scripts",
 		"kernel_rx_buf_size":         "",
 		"linkbeat_use_polling":       "directord follows netlink link state",
@@ -388,7 +387,6 @@ var syncGroupBlock = &block[SyncGroup]{
 		"track_process":           "use track_script",
 		"track_bfd":               "",
 		"smtp_alert":              "directord sends no e-mail; use notify scripts",
-		"notify_priority_changes": "",
 	},
 }
 

@@ -107,3 +107,24 @@ func TestNotifyFIFOConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestNotifyPriorityChanges: an instance's own setting, else its sync
+// group's, else vrrp_notify_priority_changes.
+func TestNotifyPriorityChanges(t *testing.T) {
+	conf := "global_defs {\n vrrp_notify_priority_changes\n}\n" +
+		"vrrp_instance A {\n interface eth0\n virtual_router_id 1\n}\n" +
+		"vrrp_instance B {\n interface eth0\n virtual_router_id 2\n}\n" +
+		"vrrp_instance C {\n interface eth0\n virtual_router_id 3\n notify_priority_changes\n}\n" +
+		"vrrp_instance D {\n interface eth0\n virtual_router_id 4\n}\n" +
+		"vrrp_sync_group G {\n group {\n  B\n  C\n }\n notify_priority_changes false\n}\n"
+	cfg, diags := Parse("/k.conf", conf, nil, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := map[string]bool{"A": true, "B": false, "C": true, "D": true}
+	for _, in := range cfg.Instances {
+		if in.NotifyPriorityChanges != want[in.Name] {
+			t.Errorf("%s: notify_priority_changes %v, want %v", in.Name, in.NotifyPriorityChanges, want[in.Name])
+		}
+	}
+}
