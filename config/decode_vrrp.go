@@ -384,9 +384,9 @@ var syncGroupBlock = &block[SyncGroup]{
 		},
 	},
 	unsupported: map[string]string{
-		"track_process":           "use track_script",
-		"track_bfd":               "",
-		"smtp_alert":              "directord sends no e-mail; use notify scripts",
+		"track_process": "use track_script",
+		"track_bfd":     "",
+		"smtp_alert":    "directord sends no e-mail; use notify scripts",
 	},
 }
 
