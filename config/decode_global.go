@@ -10,7 +10,7 @@ import (
 // that knows a keyword is named.
 func allBlocks() []namedBlock {
 	return []namedBlock{topBlock, globalBlock, instanceBlock, scriptBlock, syncGroupBlock,
-		authBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock,
+		authBlock, trackFileBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock,
 		udpCheckBlock, dnsCheckBlock, smtpCheckBlock, smtpHostBlock, sslBlock}
 }
 
@@ -124,8 +124,6 @@ var topBlock = &block[Config]{
 		"linkbeat_use_polling":     "directord follows netlink link state",
 		"linkbeat_interfaces":      "directord follows netlink link state",
 		"interface_up_down_delays": "",
-		"track_file":               "",
-		"vrrp_track_file":          "",
 		"vrrp_track_process":       "",
 		"bfd_instance":             "",
 		"track_group":              "",
@@ -318,9 +316,7 @@ func globalUnsupported() map[string]string {
 		"nftables_counters", "nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark",
 		"disable_local_igmp")
 	add("use notify scripts",
-		"notify_fifo", "notify_fifo_script", "vrrp_notify_fifo", "vrrp_notify_fifo_script",
-		"vrrp_notify_priority_changes", "fifo_write_vrrp_states_on_reload",
-		"lvs_notify_fifo", "lvs_notify_fifo_script", "rs_init_notifies")
+		"fifo_write_vrrp_states_on_reload", "rs_init_notifies")
 	add("directord sizes its own netlink buffers",
 		"vrrp_netlink_cmd_rcv_bufs", "vrrp_netlink_cmd_rcv_bufs_force",
 		"vrrp_netlink_monitor_rcv_bufs", "vrrp_netlink_monitor_rcv_bufs_force",

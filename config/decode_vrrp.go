@@ -251,12 +251,10 @@ var instanceBlock = &block[Instance]{
 		"vmac_xmit_base":             "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
-		"track_file":                 "use track_script",
 		"track_process":              "use track_script",
 		"track_bfd":                  "",
 		"virtual_rules":              "",
 		"notify_master_rx_lower_pri": "",
-		"notify_priority_changes":    "",
 		"smtp_alert":                 "directord sends no e-mail; use notify scripts",
 		"kernel_rx_buf_size":         "",
 		"linkbeat_use_polling":       "directord follows netlink link state",
@@ -389,11 +387,9 @@ var syncGroupBlock = &block[SyncGroup]{
 		},
 	},
 	unsupported: map[string]string{
-		"track_file":              "use track_script",
-		"track_process":           "use track_script",
-		"track_bfd":               "",
-		"smtp_alert":              "directord sends no e-mail; use notify scripts",
-		"notify_priority_changes": "",
+		"track_process": "use track_script",
+		"track_bfd":     "",
+		"smtp_alert":    "directord sends no e-mail; use notify scripts",
 	},
 }
 

@@ -22,6 +22,9 @@ type Config struct {
 	Instances           []*Instance           `json:"vrrp_instances,omitempty"`
 	VirtualServerGroups []*VirtualServerGroup `json:"virtual_server_groups,omitempty"`
 	VirtualServers      []*VirtualServer      `json:"virtual_servers,omitempty"`
+	// TrackFiles are the track_file (vrrp_track_file) blocks that some
+	// instance or sync group tracks.
+	TrackFiles []*TrackFile `json:"track_files,omitempty"`
 
 	// Differs lists, in the order of the file, each keyword the file uses
 	// that directord runs differently from keepalived (Differences), for
@@ -76,8 +79,17 @@ type Global struct {
 	Nice int `json:"vrrp_priority"`
 	// RTPriority, when not 0, runs directord's threads in SCHED_RR at this
 	// priority (vrrp_rt_priority).
-	RTPriority int            `json:"vrrp_rt_priority,omitempty"`
-	set        map[string]Pos // keywords given, for defaults that depend on them
+	RTPriority int `json:"vrrp_rt_priority,omitempty"`
+	// NotifyFIFO (notify_fifo) receives every VRRP and LVS event line,
+	// VRRPNotifyFIFO (vrrp_notify_fifo) the VRRP ones, LVSNotifyFIFO
+	// (lvs_notify_fifo) the LVS ones; nil when not given.
+	NotifyFIFO *NotifyFIFO `json:"notify_fifo,omitempty"`
+	// NotifyPriorityChanges (vrrp_notify_priority_changes) is the
+	// default of the instances' notify_priority_changes.
+	NotifyPriorityChanges bool           `json:"vrrp_notify_priority_changes,omitempty"`
+	VRRPNotifyFIFO        *NotifyFIFO    `json:"vrrp_notify_fifo,omitempty"`
+	LVSNotifyFIFO         *NotifyFIFO    `json:"lvs_notify_fifo,omitempty"`
+	set                   map[string]Pos // keywords given, for defaults that depend on them
 }
 
 // GarpSettings are the gratuitous ARP / unsolicited NA timings, global
@@ -172,7 +184,11 @@ type SyncGroup struct {
 	Members         []string         `json:"group"`
 	TrackInterfaces []TrackInterface `json:"track_interface,omitempty"`
 	TrackScripts    []TrackScript    `json:"track_script,omitempty"`
+	TrackFiles      []TrackFileUse   `json:"track_file,omitempty"`
 	Notify          Notify           `json:"notify"`
+	// NotifyPriorityChanges is the group's notify_priority_changes, the
+	// default of its members'; nil when not given.
+	NotifyPriorityChanges *bool `json:"notify_priority_changes,omitempty"`
 	// TrackingWeight (sync_group_tracking_weight, or the deprecated
 	// global_tracking) keeps members' tracking weights instead of zeroing them.
 	TrackingWeight bool `json:"sync_group_tracking_weight"`
@@ -229,16 +245,22 @@ type Instance struct {
 
 	TrackInterfaces  []TrackInterface `json:"track_interface,omitempty"`
 	TrackScripts     []TrackScript    `json:"track_script,omitempty"`
+	TrackFiles       []TrackFileUse   `json:"track_file,omitempty"`
 	DontTrackPrimary bool             `json:"dont_track_primary,omitempty"`
 
-	Notify               Notify       `json:"notify"`
-	Garp                 GarpSettings `json:"garp"`
-	Accept               bool         `json:"accept"`
-	Strict               bool         `json:"strict_mode"`
-	SkipCheckAdvAddr     bool         `json:"skip_check_adv_addr"`
-	LowerPrioNoAdvert    bool         `json:"lower_prio_no_advert"`
-	HigherPrioSendAdvert bool         `json:"higher_prio_send_advert"`
-	PromoteSecondaries   bool         `json:"promote_secondaries,omitempty"`
+	Notify Notify `json:"notify"`
+	// NotifyPriorityChanges writes MASTER_PRIORITY and BACKUP_PRIORITY
+	// lines to the notify FIFOs when the effective priority changes: the
+	// instance's notify_priority_changes, else its sync group's, else
+	// vrrp_notify_priority_changes.
+	NotifyPriorityChanges bool         `json:"notify_priority_changes,omitempty"`
+	Garp                  GarpSettings `json:"garp"`
+	Accept                bool         `json:"accept"`
+	Strict                bool         `json:"strict_mode"`
+	SkipCheckAdvAddr      bool         `json:"skip_check_adv_addr"`
+	LowerPrioNoAdvert     bool         `json:"lower_prio_no_advert"`
+	HigherPrioSendAdvert  bool         `json:"higher_prio_send_advert"`
+	PromoteSecondaries    bool         `json:"promote_secondaries,omitempty"`
 	// ChecksumAsV2 sends VRRPv3 over IPv4 with the message-only checksum of
 	// RFC 9568 (keepalived's v3_checksum_as_v2); both forms are accepted.
 	ChecksumAsV2 bool `json:"v3_checksum_as_v2,omitempty"`

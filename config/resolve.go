@@ -36,6 +36,9 @@ func (d *decoder) resolve() {
 	}
 	d.pruneSyncGroups()
 	d.resolveTracking()
+	d.resolveTrackFiles()
+	d.resolveFIFOs()
+	d.resolvePriorityChanges()
 	if sd := g.SyncDaemon; sd != nil && sd.SyncID < 0 {
 		sd.SyncID = 0
 		for _, in := range d.cfg.Instances {

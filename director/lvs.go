@@ -55,7 +55,10 @@ type LVS struct {
 	// Notify runs a quorum or real server notify script; it must not
 	// block (the default queues it on the LVS's script queue, where its
 	// scripts run in turn).
-	Notify    func(s *config.Script)
+	Notify func(s *config.Script)
+	// FIFO, if set, writes a notify FIFO line (lvs_notify_fifo); it must
+	// not block.
+	FIFO      func(line string)
 	scripts   *script.Queue
 	ownQueue  bool // scripts is the LVS's own: its stop waits for them
 	notesMu   sync.Mutex
@@ -209,6 +212,7 @@ func (l *LVS) update(i int, t ipvs.Table) {
 	if s != nil {
 		l.Notify(s)
 	}
+	l.fifoVS(p.VS, p.QuorumUp())
 }
 
 // Run programs the kernel and keeps it so until ctx ends.
@@ -263,6 +267,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				if s := script.RealServer(l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive); s != nil {
 					l.Notify(s)
 				}
+				l.fifoRS(l.pools[u.pool].VS, l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive)
 			}
 			l.states[u.pool][u.rs] = u.st
 			if first || l.want == nil {
@@ -340,6 +345,7 @@ func (l *LVS) syncState() bool {
 func (l *LVS) stop() error {
 	g := l.cfg.Global
 	if !l.KeepOnStop {
+		l.fifoOmegaStop()
 		for i, p := range l.pools {
 			if !p.VS.Omega {
 				continue

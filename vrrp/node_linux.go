@@ -47,6 +47,8 @@ type Node struct {
 	promMu      sync.Mutex
 	promoted    map[string]*sysctlSave
 	observe     atomic.Pointer[func(Event)]
+	fifo        func(line string)   // NotifyFIFO's
+	fifoPrio    map[*instance]uint8 // the priorities last seen, under retracking
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the
@@ -189,6 +191,7 @@ func (n *Node) retrack(now time.Time) {
 	defer n.retracking.Unlock()
 	for _, in := range n.insts {
 		p, fault := n.faultOf(in)
+		n.fifoPriority(in, p)
 		in.drv.SetPriority(p)
 		in.drv.SetFault(fault)
 	}
@@ -382,6 +385,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	for _, in := range n.insts {
 		p, fault := n.faultOf(in)
+		n.fifoPriorityStart(in, p)
 		in.drv.m.DelayStart(n.delayUntil)
 		in.drv.Init(now, p, fault)
 		in.garps = make(chan int, 64)

@@ -24,11 +24,12 @@ type tracking struct {
 	scripts  map[string]*trackedScript
 	links    map[string]bool // interface name: up
 	watch    *linkWatch      // in the instances' namespace
+	files    *fileWatch      // the track_files (trackfile_linux.go); nil if none
 	h        *netlink.Handle
 }
 
 // close ends the link subscription; it may be called more than once.
-func (t *tracking) close() { t.watch.Close() }
+func (t *tracking) close() { t.watch.Close(); t.files.close() }
 
 type trackedScript struct {
 	cfg   *config.VRRPScript
@@ -68,10 +69,14 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	for _, g := range cfg.SyncGroups {
 		use(g.TrackScripts)
 	}
+	var err error
+	if t.files, err = newFileWatch(cfg, trackedFiles(cfg), n.log); err != nil {
+		return nil, err
+	}
 	// Subscribed before the links are read: a change in between is not
 	// lost. This thread is in the instances' namespace (NewNode's rule).
-	var err error
 	if t.watch, err = openLinkWatch(); err != nil {
+		t.files.close()
 		return nil, err
 	}
 	links, err := h.LinkList()
@@ -109,6 +114,10 @@ func (t *tracking) run(ctx context.Context) {
 	for _, s := range t.scripts {
 		wg.Add(1)
 		go func() { defer wg.Done(); t.runScript(ctx, s) }()
+	}
+	if t.files != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); t.files.run(ctx, func() { t.node.retrack(time.Now()) }) }()
 	}
 	for {
 		select {
@@ -186,6 +195,7 @@ func (t *tracking) effective(in *instance) (uint8, bool) {
 		addScripts(g.TrackScripts)
 		addLinks(g.TrackInterfaces)
 	}
+	list = append(list, t.fileEntries(in)...)
 	if !in.cfg.DontTrackPrimary && in.cfg.Interface != "" {
 		list = append(list, Tracked{Good: t.links[in.cfg.Interface]})
 	}
@@ -231,6 +241,7 @@ func (in *instance) notify(from, to State, prio uint8) {
 	for _, c := range script.Notify(&in.cfg.Notify, "INSTANCE", in.cfg.Name, state, int(prio)) {
 		t.queue.Submit(script.Job{Key: "instance " + in.cfg.Name, Kind: "vrrp", Runner: t.runner, Script: c.Script, Args: c.Args})
 	}
+	in.node.fifoInstance(in.cfg.Name, state, int(prio))
 }
 
 // notifyState is keepalived's name of a state in notify arguments: an
@@ -273,4 +284,5 @@ func (in *instance) groupNotify(to State) {
 	for _, c := range script.Notify(&g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
 		t.queue.Submit(script.Job{Key: "group " + g.group.Name, Kind: "sync_group", Runner: t.runner, Script: c.Script, Args: c.Args})
 	}
+	in.node.fifoGroup(g.group.Name, notifyState(to))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/directord/directord/director"
 	"github.com/directord/directord/healthcheck"
 	"github.com/directord/directord/internal/metrics"
+	"github.com/directord/directord/internal/notifyfifo"
 	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
@@ -85,6 +86,11 @@ type daemon struct {
 	// data plane that stops hands its last scripts (notify_stop) to it
 	// and goes, so that neither a reload nor d.mu waits for them.
 	scripts *script.Queue
+
+	// fifos are the notify FIFOs (fifo.go); fifoKey what they were
+	// opened from.
+	fifos   atomic.Pointer[notifyfifo.Set]
+	fifoKey string
 }
 
 // view is a consistent set of the running parts.
@@ -128,15 +134,18 @@ func vrrpKey(cfg *config.Config) string {
 	g := cfg.Global
 	g.SyncDaemon, g.LVSTimeouts, g.LVSFlush, g.LVSFlushOnStop = nil, nil, false, ""
 	g.Nice, g.RTPriority = 0, 0
+	g.NotifyFIFO, g.VRRPNotifyFIFO, g.LVSNotifyFIFO = nil, nil, nil // the daemon's (fifo.go)
 	scripts := slices.SortedFunc(slices.Values(cfg.Scripts), func(a, b *config.VRRPScript) int { return strings.Compare(a.Name, b.Name) })
 	groups := slices.SortedFunc(slices.Values(cfg.SyncGroups), func(a, b *config.SyncGroup) int { return strings.Compare(a.Name, b.Name) })
 	insts := slices.SortedFunc(slices.Values(cfg.Instances), func(a, b *config.Instance) int { return strings.Compare(a.Name, b.Name) })
+	files := slices.SortedFunc(slices.Values(cfg.TrackFiles), func(a, b *config.TrackFile) int { return strings.Compare(a.Name, b.Name) })
 	return config.Canonical(struct {
 		G          config.Global
 		Scripts    []*config.VRRPScript
 		SyncGroups []*config.SyncGroup
 		Instances  []*config.Instance
-	}{g, scripts, groups, insts})
+		TrackFiles []*config.TrackFile
+	}{g, scripts, groups, insts, files})
 }
 
 // scriptsStopWait bounds the wait at stop for the notify scripts still
@@ -213,9 +222,12 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	d.newScripts()
 	script.CheckConfig(cfg, d.scriptSections(cfg), log)
 	d.mu.Lock()
+	vrrp.InitTrackFiles(cfg, false, log) // init_file, as keepalived at start
+	d.openFIFOs(cfg)
 	err := d.start(cfg)
 	d.publish()
 	d.mu.Unlock()
+	defer d.closeFIFOs() // after the shutdown's last lines
 	if err != nil {
 		log.Error("directord cannot start", "err", err)
 		d.shutdown()
@@ -289,6 +301,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 	if d.scripts != nil {
 		lvs.ShareScripts(d.scripts)
 	}
+	lvs.FIFO = d.writeLVS
 	for _, w := range ipvsAdvice(os.ReadFile) {
 		d.log.Warn(w)
 	}
@@ -433,6 +446,7 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 	if d.scripts != nil {
 		node.ShareScripts(d.scripts)
 	}
+	node.NotifyFIFO(d.writeVRRP)
 	return node, h, nil
 }
 
@@ -571,6 +585,7 @@ func (d *daemon) reloadLocked() error {
 			return fmt.Errorf("health checks: %w", err)
 		}
 	}
+	vrrp.InitTrackFiles(cfg, true, log) // a reload writes only missing files
 	var newNode bool
 	var node *vrrp.Node
 	var nodeNL *netlink.Handle
@@ -662,6 +677,7 @@ func (d *daemon) reloadLocked() error {
 	} else if d.node != nil {
 		log.Info("reload: VRRP unchanged; its instances keep their state")
 	}
+	d.openFIFOs(cfg) // those of the new file, if they changed
 	d.cfg = cfg
 	log.Info("reload done", "config", d.o.file)
 	return nil

@@ -61,7 +61,19 @@ func CheckConfig(cfg *config.Config, sec Sections, log *slog.Logger) Report {
 		add(at, "notify_deleted", n.Deleted)
 		add(at, "notify", n.Any)
 	}
+	fifo := func(kw string, f *config.NotifyFIFO) {
+		if f != nil {
+			add(f.Pos, kw, f.Script)
+		}
+	}
+	if sec.VRRP || sec.LVS {
+		fifo("notify_fifo_script", cfg.Global.NotifyFIFO)
+	}
+	if sec.LVS {
+		fifo("lvs_notify_fifo_script", cfg.Global.LVSNotifyFIFO)
+	}
 	if sec.VRRP {
+		fifo("vrrp_notify_fifo_script", cfg.Global.VRRPNotifyFIFO)
 		for _, s := range cfg.Scripts {
 			add(s.Pos, "vrrp_script "+s.Name, s.Script)
 		}

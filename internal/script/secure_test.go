@@ -3,6 +3,7 @@ package script
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/user"
@@ -339,5 +340,41 @@ func TestInsecureScriptDoesNotRun(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err != nil {
 		t.Error("without enable_script_security the script did not run")
+	}
+}
+
+// TestCheckConfigFIFOScripts: the notify FIFOs' scripts are checked as
+// keepalived's check_check_script_security does, each with the part that
+// runs it (notify_fifo's with either).
+func TestCheckConfigFIFOScripts(t *testing.T) {
+	dir := rootDir(t)
+	ww := filepath.Join(dir, "ww")
+	mkdir(t, ww, 0o777)
+	bad := filepath.Join(ww, "bad.sh")
+	writeScript(t, bad, "exit 0", 0o755)
+	ok := filepath.Join(dir, "ok.sh")
+	writeScript(t, ok, "exit 0", 0o755)
+	text := "global_defs {\n enable_script_security\n script_user root\n" +
+		" notify_fifo /run/a.fifo\n notify_fifo_script " + ok + "\n" +
+		" vrrp_notify_fifo /run/v.fifo\n vrrp_notify_fifo_script " + bad + "\n" +
+		" lvs_notify_fifo /run/l.fifo\n lvs_notify_fifo_script " + ok + "\n}\n"
+	cfg, diags := config.Parse(filepath.Join(dir, "k.conf"), text, nil, config.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for _, tt := range []struct {
+		sec  Sections
+		want map[string]bool // keyword: disabled
+	}{
+		{Sections{VRRP: true}, map[string]bool{"notify_fifo_script": false, "vrrp_notify_fifo_script": true}},
+		{Sections{LVS: true}, map[string]bool{"notify_fifo_script": false, "lvs_notify_fifo_script": false}},
+	} {
+		got := map[string]bool{}
+		for _, e := range CheckConfig(cfg, tt.sec, nil).Entries {
+			got[e.Keyword] = e.Prog.Disabled != nil
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%+v: checked %v, want %v", tt.sec, got, tt.want)
+		}
 	}
 }
