@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/directord/directord/internal/fuzztest"
 )
 
 // fuzzLimits are small enough that any input is read in bounded time and
@@ -21,6 +23,7 @@ func fuzzLimits() limits {
 	lim.inputBytes = 1 << 20
 	lim.fileReads = 64
 	lim.words = 100000
+	lim.expandBytes = 4 << 20
 	return lim
 }
 
@@ -98,6 +101,10 @@ func FuzzLoad(f *testing.F) {
 	for _, g := range fuzzGood {
 		f.Add(g.main, g.other)
 	}
+	// Inputs that once expanded far beyond their size (limits_test.go).
+	for _, b := range blowups {
+		f.Add(b.text, "include main.conf\n")
+	}
 	// Every configuration in testdata and every keepalived sample is a seed.
 	paths, _ := filepath.Glob("testdata/*.conf")
 	samples, _ := filepath.Glob(filepath.Join(samplesDir, "keepalived.conf.*"))
@@ -107,6 +114,7 @@ func FuzzLoad(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, main, other string) {
+		fuzztest.Bound(t)
 		lim := fuzzLimits()
 		files := MapFS{"/k/main.conf": main, "/k/other.conf": other}
 		cfg, diags := Load("/k/main.conf", Options{FS: files, Hostname: "h", limits: &lim})
