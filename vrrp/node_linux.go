@@ -70,6 +70,7 @@ type instance struct {
 	params   Params
 	expect   Expect
 	primary  netip.Addr
+	mcast    netip.Addr // the group it listens to; none when unicast
 	dsts     []netip.Addr
 	vips     []netip.Addr // in adverts
 	buf      []byte
@@ -219,6 +220,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		}
 	} else {
 		in.dsts = []netip.Addr{group}
+		in.mcast = group
 	}
 	for _, v := range ci.VIPs {
 		in.vips = append(in.vips, v.Prefix.Addr())
@@ -368,6 +370,11 @@ func (n *Node) read(s *sock) {
 	a.Addrs = make([]netip.Addr, 0, MaxAddrs)
 	for {
 		nb, r, err := s.conn.Read(buf)
+		var de *DecodeError
+		if errors.As(err, &de) {
+			s.drops[de.Reason].Add(1)
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -376,7 +383,6 @@ func (n *Node) read(s *sock) {
 			continue
 		}
 		if err := a.Unmarshal(buf[:nb], r.Src, r.Dst); err != nil {
-			var de *DecodeError
 			if errors.As(err, &de) {
 				s.drops[de.Reason].Add(1)
 			}
@@ -387,15 +393,12 @@ func (n *Node) read(s *sock) {
 			s.drops[DropVRID].Add(1)
 			continue
 		}
-		if r.Dst.IsMulticast() && r.Dst != in.dsts[0] {
-			in.drops[DropDestination].Add(1)
-			continue
-		}
-		if reason := a.Check(r.TTL, r.Src, &in.expect); reason != DropNone {
+		reason, own := admit(&a, r, in.mcast, in.primary, &in.expect)
+		if reason != DropNone {
 			in.drops[reason].Add(1)
 			continue
 		}
-		if r.Src == in.primary {
+		if own {
 			continue // our own advert, looped back
 		}
 		in.received.Add(1)
