@@ -119,7 +119,8 @@ bench-checks:
 	@$(MAKE) --no-print-directory bench-lvs BENCH_ONLY=ChecksBesideKeepalived
 
 ## fuzz: every fuzz target in turn, FUZZTIME each (default 60s), with a
-## table of executions and new inputs per target (scripts/fuzz.sh).
+## table of executions and new inputs per target (scripts/fuzz.sh);
+## FUZZ_ONLY=FuzzLoad (a regular expression) runs only those it matches.
 fuzz:
 	GO=$(GO) scripts/fuzz.sh $${FUZZTIME:-60s}
 

@@ -11,7 +11,8 @@
 #
 # FUZZMINIMIZETIME bounds the engine's minimising of each new input (go's
 # default, 60 s, stalls a short run on one large input); FUZZPARALLEL the
-# workers (default: go's, the number of CPUs).
+# workers (default: go's, the number of CPUs); FUZZ_ONLY, a regular
+# expression, keeps the targets whose "./package FuzzX" it matches.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 time=${1:-60s}
@@ -24,6 +25,9 @@ targets=$(git grep -lE '^func Fuzz[A-Za-z0-9_]*\(' -- '*_test.go' |
 	while read -r f; do
 		sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/p' "$f" | while read -r n; do echo "./$(dirname "$f") $n"; done
 	done)
+if [ -n "${FUZZ_ONLY:-}" ]; then
+	targets=$(grep -E -- "$FUZZ_ONLY" <<<"$targets" || true)
+fi
 if [ -z "$targets" ]; then
 	echo "fuzz.sh: no fuzz targets found" >&2
 	exit 1
