@@ -147,11 +147,11 @@ func (c *Conn) Read(b []byte) (int, Received, error) {
 			src, _ = netip.AddrFromSlice(from.IP)
 		}
 		msg, r, err := parseDatagram(c.ipv6, b[:n], c.oob[:oobn], src)
+		if r.IfIndex != 0 && r.IfIndex != c.ifi.Index {
+			continue // another interface's, whatever it holds
+		}
 		if err != nil {
 			return 0, r, err
-		}
-		if r.IfIndex != c.ifi.Index {
-			continue
 		}
 		return copy(b, msg), r, nil
 	}

@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"net"
 	"net/netip"
 
 	"golang.org/x/net/ipv4"
@@ -23,52 +24,57 @@ type Received struct {
 // IPV6_HOPLIMIT. from is the sender's address from the socket. A datagram
 // whose control messages lack what the socket asked for is dropped
 // (DropControl): a raw socket hears every interface, and one whose
-// interface is not known cannot be taken.
+// interface is not known cannot be taken. Received.IfIndex is set, when
+// the control messages give it, even with an error.
 //
 // It is pure, so the fuzz target reaches the whole receive path without a
 // socket.
 func parseDatagram(ipv6Family bool, b, oob []byte, from netip.Addr) ([]byte, Received, error) {
+	// The control messages first: a packet of another interface is
+	// skipped whatever it holds, and only they say which it came on.
 	var r Received
+	var dst net.IP
 	if !ipv6Family {
-		if len(b) < ipv4.HeaderLen {
-			return nil, r, decodeErr(DropTruncated, "%d bytes, an IPv4 header needs %d", len(b), ipv4.HeaderLen)
-		}
-		hl := int(b[0]&0x0f) << 2
-		switch {
-		case b[0]>>4 != 4:
-			return nil, r, decodeErr(DropFamily, "IP version %d on an IPv4 socket", b[0]>>4)
-		case hl < ipv4.HeaderLen || hl > len(b):
-			return nil, r, decodeErr(DropTruncated, "IPv4 header length %d of %d bytes", hl, len(b))
-		case b[9] != IPProto:
-			return nil, r, decodeErr(DropType, "IP protocol %d", b[9])
-		}
-		r.TTL = b[8]
-		r.Src = netip.AddrFrom4([4]byte(b[12:16]))
-		r.Dst = netip.AddrFrom4([4]byte(b[16:20]))
 		var cm ipv4.ControlMessage
 		if err := cm.Parse(oob); err != nil {
 			return nil, r, decodeErr(DropControl, "control messages: %v", err)
 		}
-		if cm.Dst == nil {
-			return nil, r, decodeErr(DropControl, "no IP_PKTINFO: interface unknown")
+		r.IfIndex, dst = cm.IfIndex, cm.Dst
+	} else {
+		var cm ipv6.ControlMessage
+		if err := cm.Parse(oob); err != nil {
+			return nil, r, decodeErr(DropControl, "control messages: %v", err)
 		}
-		r.IfIndex = cm.IfIndex
-		return b[hl:], r, nil
+		r.IfIndex, dst = cm.IfIndex, cm.Dst
+		r.TTL = uint8(cm.HopLimit)
+		r.Dst, _ = netip.AddrFromSlice(dst.To16())
 	}
-	var cm ipv6.ControlMessage
-	if err := cm.Parse(oob); err != nil {
-		return nil, r, decodeErr(DropControl, "control messages: %v", err)
+	if dst == nil {
+		return nil, r, decodeErr(DropControl, "no PKTINFO: interface unknown")
 	}
-	if cm.Dst == nil {
-		return nil, r, decodeErr(DropControl, "no IPV6_PKTINFO: destination and interface unknown")
+	if ipv6Family {
+		r.Src = from.WithZone("")
+		if !r.Src.Is6() || r.Src.Is4In6() || r.Dst.Is4In6() {
+			return nil, r, decodeErr(DropFamily, "source %s, destination %s on an IPv6 socket", from, r.Dst)
+		}
+		return b, r, nil
 	}
-	r.Dst, _ = netip.AddrFromSlice(cm.Dst.To16())
-	r.IfIndex, r.TTL = cm.IfIndex, uint8(cm.HopLimit)
-	r.Src = from.WithZone("")
-	if !r.Src.Is6() || r.Src.Is4In6() || r.Dst.Is4In6() {
-		return nil, r, decodeErr(DropFamily, "source %s, destination %s on an IPv6 socket", from, r.Dst)
+	if len(b) < ipv4.HeaderLen {
+		return nil, r, decodeErr(DropTruncated, "%d bytes, an IPv4 header needs %d", len(b), ipv4.HeaderLen)
 	}
-	return b, r, nil
+	hl := int(b[0]&0x0f) << 2
+	switch {
+	case b[0]>>4 != 4:
+		return nil, r, decodeErr(DropFamily, "IP version %d on an IPv4 socket", b[0]>>4)
+	case hl < ipv4.HeaderLen || hl > len(b):
+		return nil, r, decodeErr(DropTruncated, "IPv4 header length %d of %d bytes", hl, len(b))
+	case b[9] != IPProto:
+		return nil, r, decodeErr(DropType, "IP protocol %d", b[9])
+	}
+	r.TTL = b[8]
+	r.Src = netip.AddrFrom4([4]byte(b[12:16]))
+	r.Dst = netip.AddrFrom4([4]byte(b[16:20]))
+	return b[hl:], r, nil
 }
 
 // admit applies one instance's rules to an advert its socket decoded:
