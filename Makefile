@@ -14,7 +14,7 @@ STATICCHECK_VERSION := v0.8.2
 # verify of the unit (no running systemd needed).
 APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd
 
-.PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks demo deps apt-install fuzz clean integration
+.PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks demo deps apt-install fuzz fuzz-smoke clean integration
 
 all: build
 
@@ -36,9 +36,11 @@ UML_TIMEOUT := 1800
 UML_TEST_TIMEOUT := 10m
 
 ## test: everything that runs on a machine like ours (unit tests, fuzz
-## seeds), then the real-kernel tests in a User-Mode Linux guest.
+## seeds), each fuzz target briefly in fuzzing mode, then the real-kernel
+## tests in a User-Mode Linux guest.
 test: test-deps
 	$(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory integration
 
 # The Debian packages the tests read or run; installed when missing.
@@ -116,9 +118,18 @@ bench-lvs:
 bench-checks:
 	@$(MAKE) --no-print-directory bench-lvs BENCH_ONLY=ChecksBesideKeepalived
 
-## fuzz: run the configuration fuzzer for a while (make test runs its seeds).
+## fuzz: every fuzz target in turn, FUZZTIME each (default 60s), with a
+## table of executions and new inputs per target (scripts/fuzz.sh);
+## FUZZ_ONLY=FuzzLoad (a regular expression) runs only those it matches.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-60s} ./config
+	GO=$(GO) scripts/fuzz.sh $${FUZZTIME:-60s}
+
+## fuzz-smoke: every fuzz target for FUZZ_SMOKE_TIME (5s) in fuzzing mode,
+## as make test does: fails on an input that crashes, breaks a target's
+## assertions (its known-good seeds must decode) or runs too long.
+FUZZ_SMOKE_TIME ?= 5s
+fuzz-smoke:
+	GO=$(GO) scripts/fuzz.sh $(FUZZ_SMOKE_TIME)
 
 ## demo: the lab (docs/lab.md): a director pair at work, step by step, in
 ## the User-Mode Linux guest (make integration's), whose kernel has IPVS.

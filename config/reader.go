@@ -35,8 +35,14 @@ type limits struct {
 	lines        int // logical lines in all, after expansion
 	seqSteps     int // values one ~SEQ or ~LST may produce
 	inputBytes   int // bytes read from all files
-	fileReads    int // files read, counting each include of a file again
+	fileReads    int // files read and include patterns matched, counting each include of a file again
 	words        int // words in all, after expansion: what the tree keeps
+	// expandBytes bounds the bytes that parameters, ~SEQ/~LST and include
+	// braces produce in all, counting what was produced and then refused
+	// (a line that substitutes a megabyte and fails on an undefined
+	// parameter): without it a few kilobytes of definitions repeated by a
+	// ~SEQ make gigabytes within every other limit.
+	expandBytes int
 }
 
 var defaultLimits = limits{
@@ -48,7 +54,13 @@ var defaultLimits = limits{
 	inputBytes:   512 << 20,
 	fileReads:    4096,
 	words:        8 << 20,
+	expandBytes:  64 << 20,
 }
+
+// maxPattern is the longest include pattern taken (PATH_MAX): a brace
+// expansion is never longer than its pattern, so one pattern makes at most
+// maxPattern bytes per alternative.
+const maxPattern = 4096
 
 type reader struct {
 	fs     FileSystem
@@ -72,6 +84,7 @@ type reader struct {
 	work      int      // lines processed, including those expansion produced
 	reads     int      // files read
 	words     int      // words produced
+	expanded  int      // bytes expansion produced
 	hints     []string // warnings about the line being substituted
 	full      bool     // a limit was hit: stop producing lines
 }
@@ -250,6 +263,9 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 			r.full = true
 			return
 		}
+		if !r.spend(len(s), pos) {
+			return
+		}
 	}
 	if depth > r.lim.expandDepth {
 		r.rep.errorf(pos, "", "parameters or ~SEQ/~LST nested deeper than %d", r.lim.expandDepth)
@@ -352,6 +368,18 @@ func (r *reader) processLine(s string, pos Pos, depth int, substituted bool) {
 	r.emit(pos, toks)
 }
 
+// spend counts n bytes that expansion produced; past expandBytes in all it
+// reports the limit once and stops the reading.
+func (r *reader) spend(n int, pos Pos) bool {
+	r.expanded += n
+	if r.expanded > r.lim.expandBytes {
+		r.rep.errorf(pos, "", "parameters, ~SEQ/~LST or include braces expand to more than %d bytes in all", r.lim.expandBytes)
+		r.full = true
+		return false
+	}
+	return true
+}
+
 func firstWord(s string) (word, rest string) {
 	i := strings.IndexAny(s, blanks)
 	if i < 0 {
@@ -390,18 +418,42 @@ func (r *reader) include(kw, rest string, pos Pos) {
 	strictWildcard := kw == "includew" || kw == "includea"
 	dir := filepath.Dir(pos.File)
 	for _, raw := range toks {
+		if r.full {
+			return
+		}
+		if len(raw) > maxPattern {
+			r.rep.errorf(pos, kw, "pattern %.40q... is longer than %d bytes", raw, maxPattern)
+			continue
+		}
 		patterns, err := expandBraces(raw, 1024)
 		if err != nil {
 			r.rep.errorf(pos, kw, "pattern %q: %v", raw, err)
 			continue
 		}
+		size := 0
+		for _, p := range patterns {
+			size += len(p)
+		}
+		if !r.spend(size, pos) {
+			return
+		}
 		for _, pattern := range patterns {
+			if r.full {
+				return
+			}
 			if !filepath.IsAbs(pattern) {
 				pattern = filepath.Join(dir, pattern)
 			}
 			if !hasGlobMeta(pattern) {
 				r.readFile(filepath.Clean(pattern), pos, true)
 				continue
+			}
+			// A pattern costs a directory read, matched or not.
+			r.reads++
+			if r.reads > r.lim.fileReads {
+				r.rep.errorf(pos, kw, "more than %d files read or patterns matched in all", r.lim.fileReads)
+				r.full = true
+				return
 			}
 			names, err := r.fs.Glob(pattern)
 			if err != nil {
@@ -586,7 +638,11 @@ func (r *reader) substitute(s string, pos Pos) (string, bool) {
 	var b strings.Builder
 	count := 0
 	r.hints = r.hints[:0]
-	if err := r.expandInto(&b, s, 0, &count); err != "" {
+	err := r.expandInto(&b, s, 0, &count)
+	if !r.spend(b.Len(), pos) {
+		return "", false
+	}
+	if err != "" {
 		r.rep.errorf(pos, "", "%s", err)
 		return "", false
 	}
@@ -668,6 +724,9 @@ func (r *reader) expandInto(b *strings.Builder, s string, depth int, count *int)
 		}
 		if b.Len() > r.lim.lineBytes {
 			return fmt.Sprintf("line longer than %d bytes after substituting parameters", r.lim.lineBytes)
+		}
+		if r.expanded+b.Len() > r.lim.expandBytes {
+			return "expansion limit" // substitute reports the limit instead
 		}
 		i = end
 	}

@@ -34,16 +34,7 @@ type Conn struct {
 	c6    *ipv6.PacketConn
 	raw   net.PacketConn
 	ah    *ahConn // protocol 51 (auth_type AH): ahconn_linux.go
-}
-
-// Received is what a read returns besides the VRRP message.
-type Received struct {
-	Src, Dst netip.Addr
-	TTL      uint8
-	IfIndex  int
-	// Packet is, on an AH Conn, the whole IPv4 packet the message came in,
-	// for VerifyAH; valid until the next Read.
-	Packet []byte
+	oob   []byte  // Read's control messages
 }
 
 // OpenConn opens a VRRP socket on ifname for IPv4 (ipv6 false) or IPv6,
@@ -54,7 +45,7 @@ func OpenConn(ifname string, ipv6Family bool, group netip.Addr) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vrrp: interface %s: %w", ifname, err)
 	}
-	c := &Conn{ifi: ifi, ipv6: ipv6Family, group: group}
+	c := &Conn{ifi: ifi, ipv6: ipv6Family, group: group, oob: make([]byte, 256)}
 	network, any := "ip4:112", "0.0.0.0"
 	if ipv6Family {
 		network, any = "ip6:112", "::"
@@ -137,46 +128,36 @@ func (c *Conn) Interface() *net.Interface { return c.ifi }
 // Close closes the socket.
 func (c *Conn) Close() error { return c.raw.Close() }
 
-// Read reads one VRRP message into b. Packets that arrive on another
-// interface (a raw socket sees every interface) are skipped.
+// Read reads one VRRP message into b (which must also hold an IPv4
+// packet's header). Packets that arrive on another interface (a raw socket
+// sees every interface) are skipped. A packet that cannot be taken for
+// what the socket says of it (parseDatagram) returns a *DecodeError with
+// the reason to count.
 func (c *Conn) Read(b []byte) (int, Received, error) {
 	if c.ah != nil {
 		return c.readAH(b)
 	}
+	ipc, ok := c.raw.(*net.IPConn)
+	if !ok {
+		return 0, Received{}, fmt.Errorf("vrrp: socket of type %T", c.raw)
+	}
 	for {
-		var r Received
-		var n int
-		var src net.Addr
-		var err error
-		if c.c4 != nil {
-			var cm *ipv4.ControlMessage
-			n, cm, src, err = c.c4.ReadFrom(b)
-			if err == nil && cm != nil {
-				r.TTL, r.IfIndex = uint8(cm.TTL), cm.IfIndex
-				r.Dst, _ = netip.AddrFromSlice(cm.Dst.To4())
-			}
-		} else {
-			var cm *ipv6.ControlMessage
-			n, cm, src, err = c.c6.ReadFrom(b)
-			if err == nil && cm != nil {
-				r.TTL, r.IfIndex = uint8(cm.HopLimit), cm.IfIndex
-				r.Dst, _ = netip.AddrFromSlice(cm.Dst.To16())
-			}
+		n, oobn, _, from, err := ipc.ReadMsgIP(b, c.oob)
+		if err != nil {
+			return 0, Received{}, err
+		}
+		var src netip.Addr
+		if from != nil {
+			src, _ = netip.AddrFromSlice(from.IP)
+		}
+		msg, r, err := parseDatagram(c.ipv6, b[:n], c.oob[:oobn], src)
+		if r.IfIndex != 0 && r.IfIndex != c.ifi.Index {
+			continue // another interface's, whatever it holds
 		}
 		if err != nil {
 			return 0, r, err
 		}
-		if ip, ok := src.(*net.IPAddr); ok {
-			r.Src, _ = netip.AddrFromSlice(ip.IP)
-			r.Src = r.Src.Unmap()
-			if ip.Zone != "" && r.Src.Is6() {
-				r.Src = r.Src.WithZone("")
-			}
-		}
-		if r.IfIndex != 0 && r.IfIndex != c.ifi.Index {
-			continue
-		}
-		return n, r, nil
+		return copy(b, msg), r, nil
 	}
 }
 

@@ -85,6 +85,7 @@ type instance struct {
 	params   Params
 	expect   Expect
 	primary  netip.Addr
+	mcast    netip.Addr // the group it listens to; none when unicast
 	dsts     []netip.Addr
 	vips     []netip.Addr // in adverts
 	buf      []byte
@@ -286,6 +287,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		in.noPeer = in.noPeer && len(ci.UnicastPeers) == 0
 	} else {
 		in.dsts = []netip.Addr{group}
+		in.mcast = group
 	}
 	for _, v := range ci.VIPs {
 		in.vips = append(in.vips, v.Prefix.Addr())
@@ -646,6 +648,11 @@ func (n *Node) read(s *sock) {
 	a.Addrs = make([]netip.Addr, 0, MaxAddrs)
 	for {
 		nb, r, err := s.conn.Read(buf)
+		var de *DecodeError
+		if errors.As(err, &de) {
+			s.drops[de.Reason].Add(1)
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -658,7 +665,6 @@ func (n *Node) read(s *sock) {
 			continue
 		}
 		if err := a.Unmarshal(buf[:nb], r.Src, r.Dst); err != nil {
-			var de *DecodeError
 			if errors.As(err, &de) {
 				s.drops[de.Reason].Add(1)
 			}
@@ -667,14 +673,6 @@ func (n *Node) read(s *sock) {
 		in := s.byID[a.VRID]
 		if in == nil {
 			s.drops[DropVRID].Add(1)
-			continue
-		}
-		// keepalived drops a multicast advert on a unicast instance and a
-		// unicast one on a multicast instance ("Expected multicast packet
-		// but received unicast packet"): the raw socket hears both.
-		if (r.Dst.IsMulticast() && (len(in.dsts) == 0 || r.Dst != in.dsts[0])) ||
-			(r.Dst.IsValid() && !r.Dst.IsMulticast() && !in.expect.Unicast) {
-			in.drops[DropDestination].Add(1)
 			continue
 		}
 		backup := State(in.state.Load()) == Backup
@@ -689,7 +687,8 @@ func (n *Node) read(s *sock) {
 		if in.cfg.SkipCheckAdvAddr && backup && r.Src == in.advSrc {
 			e.CheckAddrs, e.CheckSource, e.MinTTL, e.MaxTTL = false, false, 0, 0
 		}
-		if reason := a.Check(r.TTL, r.Src, &e); reason != DropNone {
+		reason, own := admit(&a, r, in.mcast, in.primary, &e)
+		if reason != DropNone {
 			in.drops[reason].Add(1)
 			if reason == DropAddrs {
 				in.node.log.Info("vrrp advert with other addresses dropped", "instance", in.cfg.Name,
@@ -697,7 +696,7 @@ func (n *Node) read(s *sock) {
 			}
 			continue
 		}
-		if r.Src == in.primary {
+		if own {
 			continue // our own advert, looped back
 		}
 		if backup && a.Priority != 0 {

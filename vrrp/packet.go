@@ -98,10 +98,11 @@ const (
 	DropFamily                 // VRRPv2 over IPv6, or addresses of another family
 	DropSource                 // unicast source not among the peers
 	DropDestination            // sent to another multicast group than ours, or unicast to a multicast instance
+	DropControl                // the socket's control messages lack its interface or destination
 	dropReasons
 )
 
-var dropNames = [...]string{"none", "truncated", "length", "version", "type", "checksum", "ttl", "vrid", "auth", "interval", "addresses", "family", "source", "destination"}
+var dropNames = [...]string{"none", "truncated", "length", "version", "type", "checksum", "ttl", "vrid", "auth", "interval", "addresses", "family", "source", "destination", "control"}
 
 func (r DropReason) String() string {
 	if int(r) < len(dropNames) {
@@ -138,6 +139,10 @@ func decodeErr(r DropReason, format string, args ...any) error {
 func (a *Advert) Unmarshal(b []byte, src, dst netip.Addr) error {
 	if len(b) < 8 {
 		return decodeErr(DropTruncated, "%d bytes, header needs 8", len(b))
+	}
+	// The checksum's pseudo-header needs both addresses, of one family.
+	if !src.IsValid() || !dst.IsValid() || src.Unmap().Is4() != dst.Unmap().Is4() {
+		return decodeErr(DropFamily, "source %v and destination %v", src, dst)
 	}
 	ipv6 := src.Is6() && !src.Is4In6()
 	version, typ := b[0]>>4, b[0]&0x0f
