@@ -188,6 +188,7 @@ var vsBlock = &block[VirtualServer]{
 	name: "virtual_server",
 	keys: mergeKeys(timingKeys(func(vs *VirtualServer) *timing { return &vs.timing }, 1),
 		map[string]func(*decoder, *Node, *VirtualServer){
+			"smtp_alert": func(d *decoder, n *Node, vs *VirtualServer) { vs.smtpAlert = d.tristate(n) },
 			"lvs_sched": func(d *decoder, n *Node, vs *VirtualServer) {
 				if s, ok := d.str(n); ok {
 					if !contains(Schedulers, s) {
@@ -343,7 +344,6 @@ var vsBlock = &block[VirtualServer]{
 			},
 		}),
 	unsupported: map[string]string{
-		"smtp_alert": "directord sends no e-mail; use quorum_up/quorum_down",
 		"snmp_name":  "directord has no SNMP interface",
 	},
 }
@@ -450,6 +450,7 @@ var rsBlock = &block[RealServer]{
 	name: "real_server",
 	keys: mergeKeys(timingKeys(func(rs *RealServer) *timing { return &rs.timing }, 1),
 		map[string]func(*decoder, *Node, *RealServer){
+			"smtp_alert": func(d *decoder, n *Node, rs *RealServer) { rs.smtpAlert = d.tristate(n) },
 			"weight": func(d *decoder, n *Node, rs *RealServer) {
 				if v, ok := d.integer(n, 0, 1<<31-1); ok {
 					rs.Weight = int(v)
@@ -482,7 +483,6 @@ var rsBlock = &block[RealServer]{
 		}),
 	unsupported: map[string]string{
 		"SMTP_CHECK": "", "DNS_CHECK": "", "BFD_CHECK": "", "UDP_CHECK": "", "PING_CHECK": "", "FILE_CHECK": "",
-		"smtp_alert": "directord sends no e-mail; use notify_up/notify_down",
 		"snmp_name":  "directord has no SNMP interface",
 	},
 }

@@ -56,9 +56,42 @@ type Global struct {
 	Nice int `json:"vrrp_priority"`
 	// RTPriority, when not 0, runs directord's threads in SCHED_RR at this
 	// priority (vrrp_rt_priority).
-	RTPriority int            `json:"vrrp_rt_priority,omitempty"`
-	set        map[string]Pos // keywords given, for defaults that depend on them
+	RTPriority int `json:"vrrp_rt_priority,omitempty"`
+	// Email is where e-mail alerts go (notification_email, smtp_server,
+	// ...); nil when global_defs names none of its keywords.
+	Email *Email         `json:"email,omitempty"`
+	set   map[string]Pos // keywords given, for defaults that depend on them
+
+	// smtp_alert, smtp_alert_vrrp and smtp_alert_checker: nil when not given.
+	smtpAlert, smtpAlertVRRP, smtpAlertChecker *bool
 }
+
+// Email is global_defs' e-mail alert settings. Alerts are mailed only
+// when both To and Server are set, as keepalived.
+type Email struct {
+	// To are the notification_email addresses, each its own RCPT TO.
+	To []string `json:"notification_email,omitempty"`
+	// From is notification_email_from; empty means keepalived's default,
+	// USER@HOSTNAME of the user directord runs as (resolved when sending).
+	From string `json:"notification_email_from,omitempty"`
+	// Server is smtp_server: HOST:PORT, an address or a name, port 25 by
+	// default; a name is resolved when mailing.
+	Server string `json:"smtp_server,omitempty"`
+	// HeloName is smtp_helo_name; empty means the host name.
+	HeloName string `json:"smtp_helo_name,omitempty"`
+	// ConnectTimeout (smtp_connect_timeout, 30 s) bounds the connection
+	// and each reply of the server.
+	ConnectTimeout time.Duration `json:"smtp_connect_timeout"`
+	// NoFaults (no_email_faults) mails no VRRP FAULT transition.
+	NoFaults bool `json:"no_email_faults,omitempty"`
+	// NoCheckerEmails (no_checker_emails) is accepted; directord mails
+	// only real server transitions anyway (see docs/configuration.md).
+	NoCheckerEmails bool `json:"no_checker_emails,omitempty"`
+}
+
+// Enabled reports whether alerts can be mailed at all: some address and
+// a server.
+func (e *Email) Enabled() bool { return e != nil && len(e.To) > 0 && e.Server != "" }
 
 // GarpSettings are the gratuitous ARP / unsolicited NA timings, global
 // (vrrp_garp_*) or per instance (garp_*).
@@ -156,8 +189,13 @@ type SyncGroup struct {
 	// TrackingWeight (sync_group_tracking_weight, or the deprecated
 	// global_tracking) keeps members' tracking weights instead of zeroing them.
 	TrackingWeight bool `json:"sync_group_tracking_weight"`
+	// SMTPAlert: the group's transitions are mailed (smtp_alert, else
+	// global_defs' smtp_alert_vrrp, else smtp_alert, else no; and only
+	// when global_defs' Email is enabled).
+	SMTPAlert bool `json:"smtp_alert,omitempty"`
 
 	memberPos []Pos // where each member is named
+	smtpAlert *bool
 }
 
 // TrackInterface is one track_interface entry. Weight 0 means the instance
@@ -211,7 +249,11 @@ type Instance struct {
 	TrackScripts     []TrackScript    `json:"track_script,omitempty"`
 	DontTrackPrimary bool             `json:"dont_track_primary,omitempty"`
 
-	Notify               Notify       `json:"notify"`
+	Notify Notify `json:"notify"`
+	// SMTPAlert: the instance's transitions are mailed (smtp_alert, else
+	// global_defs' smtp_alert_vrrp, else smtp_alert, else no; and only
+	// when global_defs' Email is enabled).
+	SMTPAlert            bool         `json:"smtp_alert,omitempty"`
 	Garp                 GarpSettings `json:"garp"`
 	Accept               bool         `json:"accept"`
 	Strict               bool         `json:"strict_mode"`
@@ -225,7 +267,8 @@ type Instance struct {
 	// SyncGroup is the vrrp_sync_group this instance belongs to, if any.
 	SyncGroup string `json:"sync_group,omitempty"`
 
-	set map[string]Pos // keywords given, for defaults that depend on them
+	set       map[string]Pos // keywords given, for defaults that depend on them
+	smtpAlert *bool
 }
 
 // Auth is VRRPv2 authentication.
@@ -356,10 +399,15 @@ type VirtualServer struct {
 	ConnectTimeout time.Duration `json:"connect_timeout"`
 
 	RealServers []*RealServer `json:"real_servers"`
+	// SMTPAlert: quorum changes are mailed (smtp_alert, else global_defs'
+	// smtp_alert_checker, else smtp_alert, else no; and only when
+	// global_defs' Email is enabled).
+	SMTPAlert bool `json:"smtp_alert,omitempty"`
 
-	timing timing
-	weight int
-	set    map[string]Pos
+	timing    timing
+	weight    int
+	set       map[string]Pos
+	smtpAlert *bool
 }
 
 // Sorry is the sorry_server, used while quorum is lost.
@@ -383,9 +431,14 @@ type RealServer struct {
 	NotifyDown       *Script        `json:"notify_down,omitempty"`
 	VirtualHost      string         `json:"virtualhost,omitempty"`
 	Checkers         []*Checker     `json:"checkers,omitempty"`
+	// SMTPAlert: going up and down is mailed (smtp_alert, else
+	// global_defs' smtp_alert_checker, else smtp_alert, else yes, as
+	// keepalived; and only when global_defs' Email is enabled).
+	SMTPAlert bool `json:"smtp_alert,omitempty"`
 
-	timing timing
-	set    map[string]Pos
+	timing    timing
+	set       map[string]Pos
+	smtpAlert *bool
 }
 
 // Checker is one health check of a real server, with every timing resolved
