@@ -344,7 +344,7 @@ var vsBlock = &block[VirtualServer]{
 			},
 		}),
 	unsupported: map[string]string{
-		"snmp_name":  "directord has no SNMP interface",
+		"snmp_name": "directord has no SNMP interface",
 	},
 }
 
@@ -483,7 +483,7 @@ var rsBlock = &block[RealServer]{
 		}),
 	unsupported: map[string]string{
 		"SMTP_CHECK": "", "DNS_CHECK": "", "BFD_CHECK": "", "UDP_CHECK": "", "PING_CHECK": "", "FILE_CHECK": "",
-		"snmp_name":  "directord has no SNMP interface",
+		"snmp_name": "directord has no SNMP interface",
 	},
 }
 
