@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/alert"
 	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
@@ -53,7 +54,10 @@ type LVS struct {
 	// Notify runs a quorum or real server notify script; it must not
 	// block (the default queues it on the LVS's script queue, where its
 	// scripts run in turn).
-	Notify    func(s *config.Script)
+	Notify func(s *config.Script)
+	// Alerts mails the smtp_alert e-mails of quorum and real server
+	// changes; nil mails none. Set it before Run.
+	Alerts    *alert.Mailer
 	scripts   *script.Queue
 	ownQueue  bool // scripts is the LVS's own: its stop waits for them
 	notesMu   sync.Mutex
@@ -199,6 +203,15 @@ func (l *LVS) update(i int, t ipvs.Table) {
 	if !p.Update(l.effective(i), t) || (!started && !p.QuorumUp() && p.VS.SorryServer == nil) {
 		return
 	}
+	if p.VS.SMTPAlert && l.Alerts != nil {
+		var sum int64
+		for _, st := range l.effective(i) {
+			if st.Alive {
+				sum += int64(st.Weight)
+			}
+		}
+		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, p.QuorumUp(), !started, sum))
+	}
 	lvl, s := slog.LevelInfo, script.Quorum(p.VS, p.QuorumUp())
 	if !p.QuorumUp() {
 		lvl = slog.LevelWarn
@@ -260,8 +273,12 @@ func (l *LVS) Run(ctx context.Context) error {
 				continue
 			}
 			if was := l.states[u.pool][u.rs].Alive; was != u.st.Alive {
-				if s := script.RealServer(l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive); s != nil {
+				vs := l.pools[u.pool].VS
+				if s := script.RealServer(vs.RealServers[u.rs], u.st.Alive); s != nil {
 					l.Notify(s)
+				}
+				if rs := vs.RealServers[u.rs]; rs.SMTPAlert && l.Alerts != nil {
+					l.Alerts.Send(alert.RealServer(l.Alerts.RouterID(), vs, rs, u.st.Alive))
 				}
 			}
 			l.states[u.pool][u.rs] = u.st

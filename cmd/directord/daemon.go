@@ -22,6 +22,7 @@ import (
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/director"
 	"github.com/directord/directord/healthcheck"
+	"github.com/directord/directord/internal/alert"
 	"github.com/directord/directord/internal/metrics"
 	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
@@ -77,6 +78,23 @@ type daemon struct {
 	// data plane that stops hands its last scripts (notify_stop) to it
 	// and goes, so that neither a reload nor d.mu waits for them.
 	scripts *script.Queue
+	// mailer sends the smtp_alert e-mails, across reloads that keep
+	// global_defs' e-mail settings; mailKey is those settings.
+	mailer  *alert.Mailer
+	mailKey string
+}
+
+// alerts is the Mailer for cfg's e-mail settings: the daemon's own while
+// they do not change, else a new one (the old one is closed, a mail in
+// progress cut). nil when cfg mails nothing.
+func (d *daemon) alerts(cfg *config.Config) *alert.Mailer {
+	key := fmt.Sprintf("%q %+v", cfg.Global.RouterID, cfg.Global.Email)
+	if d.mailer != nil && key == d.mailKey {
+		return d.mailer
+	}
+	d.mailer.Close()
+	d.mailer, d.mailKey = alert.New(&cfg.Global, d.log), key
+	return d.mailer
 }
 
 // view is a consistent set of the running parts.
@@ -157,6 +175,10 @@ func (d *daemon) waitScripts() {
 	if d.scripts.Wait(ctx) != nil {
 		d.log.Warn("notify scripts still running at stop: not waiting for them", "waited", scriptsStopWait.String())
 	}
+	if d.mailer.Flush(ctx) != nil {
+		d.log.Warn("smtp alerts still queued at stop: not waiting for them", "waited", scriptsStopWait.String())
+	}
+	d.mailer.Close()
 }
 
 // nodeKeyOf is what the VRRP node of cfg runs, its scripts as checked
@@ -281,6 +303,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 	if d.scripts != nil {
 		lvs.ShareScripts(d.scripts)
 	}
+	lvs.Alerts = d.alerts(cfg)
 	for _, w := range ipvsAdvice(os.ReadFile) {
 		d.log.Warn(w)
 	}
@@ -379,6 +402,7 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 	if d.scripts != nil {
 		node.ShareScripts(d.scripts)
 	}
+	node.SetAlerts(d.alerts(cfg))
 	return node, h, nil
 }
 

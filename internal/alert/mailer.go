@@ -42,8 +42,10 @@ type Mailer struct {
 	failed  atomic.Uint64
 	dropped atomic.Uint64
 
-	mu   sync.Mutex
-	last map[string]string // "INSTANCE name" / "GROUP name": the last state mailed
+	mu      sync.Mutex
+	last    map[string]string // "INSTANCE name" / "GROUP name": the last state mailed
+	pending int               // queued or being sent
+	idle    chan struct{}     // closed when pending falls to 0, for Flush
 }
 
 // New returns a Mailer for g's e-mail settings, running until Close; nil
@@ -95,9 +97,13 @@ func (m *Mailer) Send(msg Message) {
 		m.dropped.Add(1)
 		return
 	}
+	m.mu.Lock()
+	m.pending++
+	m.mu.Unlock()
 	select {
 	case m.q <- msg:
 	default:
+		m.finished()
 		m.dropped.Add(1)
 		m.log.Warn("smtp alert dropped: the queue is full", "subject", msg.Subject, "dropped", m.dropped.Load())
 	}
@@ -168,10 +174,47 @@ func (m *Mailer) run() {
 		if err := m.mail(m.ctx, msg); err != nil {
 			m.failed.Add(1)
 			m.log.Warn("smtp alert not sent", "server", m.server, "subject", msg.Subject, "err", err)
-			continue
+		} else {
+			m.sent.Add(1)
+			m.log.Info("smtp alert sent", "server", m.server, "subject", msg.Subject)
 		}
-		m.sent.Add(1)
-		m.log.Info("smtp alert sent", "server", m.server, "subject", msg.Subject)
+		m.finished()
+	}
+}
+
+func (m *Mailer) finished() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending--
+	if m.pending == 0 && m.idle != nil {
+		close(m.idle)
+		m.idle = nil
+	}
+}
+
+// Flush waits until every queued alert has been sent or given up, or ctx
+// ends: at stop, so that the last transitions (Stopping) are mailed.
+func (m *Mailer) Flush(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	if m.pending == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	if m.idle == nil {
+		m.idle = make(chan struct{})
+	}
+	idle := m.idle
+	m.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-m.done:
+		return nil
 	}
 }
 

@@ -1,8 +1,7 @@
 package alert
 
 import (
-	"bufio"
-	"io"
+	"context"
 	"log/slog"
 	"net"
 	"strings"
@@ -10,90 +9,8 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/alert/alerttest"
 )
-
-// smtpServer is a minimal SMTP server on loopback that records each
-// session's commands and DATA, as keepalived's dialogue needs.
-type smtpServer struct {
-	ln       net.Listener
-	sessions chan session
-}
-
-type session struct {
-	cmds []string // every command line, without CRLF
-	data string   // what came between DATA and the lone dot
-}
-
-func newSMTPServer(t *testing.T) *smtpServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &smtpServer{ln: ln, sessions: make(chan session, 16)}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go s.serve(c)
-		}
-	}()
-	return s
-}
-
-func (s *smtpServer) serve(c net.Conn) {
-	defer c.Close()
-	r := bufio.NewReader(c)
-	var ses session
-	io.WriteString(c, "220-mail.test ESMTP\r\n220 ready\r\n")
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		line = strings.TrimSuffix(line, "\r\n")
-		ses.cmds = append(ses.cmds, line)
-		switch verb, _, _ := strings.Cut(line, " "); verb {
-		case "HELO", "MAIL", "RCPT":
-			io.WriteString(c, "250 ok\r\n")
-		case "DATA":
-			io.WriteString(c, "354 go on\r\n")
-			var b strings.Builder
-			for {
-				l, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				if l == ".\r\n" {
-					break
-				}
-				b.WriteString(l)
-			}
-			ses.data = b.String()
-			io.WriteString(c, "250 queued\r\n")
-		case "QUIT":
-			io.WriteString(c, "221 bye\r\n")
-			s.sessions <- ses
-			return
-		default:
-			io.WriteString(c, "500 what\r\n")
-		}
-	}
-}
-
-func (s *smtpServer) next(t *testing.T) session {
-	t.Helper()
-	select {
-	case ses := <-s.sessions:
-		return ses
-	case <-time.After(10 * time.Second):
-		t.Fatal("no mail reached the server")
-		return session{}
-	}
-}
 
 func global(server string) *config.Global {
 	return &config.Global{RouterID: "lb1", Email: &config.Email{
@@ -105,16 +22,16 @@ var fixed = time.Date(2026, 12, 1, 21, 0, 0, 0, time.FixedZone("", 3600))
 
 // TestDialogue checks keepalived's dialogue and message byte for byte.
 func TestDialogue(t *testing.T) {
-	srv := newSMTPServer(t)
-	m := New(global(srv.ln.Addr().String()), slog.New(slog.DiscardHandler))
+	srv := alerttest.NewServer(t)
+	m := New(global(srv.Addr()), slog.New(slog.DiscardHandler))
 	m.Now = func() time.Time { return fixed }
 	defer m.Close()
 	m.Instance("VI_1", "MASTER")
-	ses := srv.next(t)
+	ses := srv.Next(t)
 	wantCmds := []string{"HELO lb1.example.com", "MAIL FROM:<lb1@example.com>",
 		"RCPT TO:<ops@example.com>", "RCPT TO:<oncall@example.com>", "DATA", "QUIT"}
-	if strings.Join(ses.cmds, "\n") != strings.Join(wantCmds, "\n") {
-		t.Errorf("commands:\ngot:  %q\nwant: %q", ses.cmds, wantCmds)
+	if strings.Join(ses.Cmds, "\n") != strings.Join(wantCmds, "\n") {
+		t.Errorf("commands:\ngot:  %q\nwant: %q", ses.Cmds, wantCmds)
 	}
 	wantData := "Date: Tue, 01 Dec 2026 21:00:00 +0100\r\n" +
 		"From: lb1@example.com\r\n" +
@@ -124,30 +41,38 @@ func TestDialogue(t *testing.T) {
 		"\r\n" +
 		"=> VRRP Instance is now owning VRRP VIPs <=\r\n" +
 		"\r\n"
-	if ses.data != wantData {
-		t.Errorf("data:\ngot:  %q\nwant: %q", ses.data, wantData)
+	if ses.Data != wantData {
+		t.Errorf("data:\ngot:  %q\nwant: %q", ses.Data, wantData)
 	}
 }
 
 // TestInstanceStates checks that a state already mailed is not mailed
 // again, and no_email_faults.
 func TestInstanceStates(t *testing.T) {
-	srv := newSMTPServer(t)
-	g := global(srv.ln.Addr().String())
+	srv := alerttest.NewServer(t)
+	g := global(srv.Addr())
 	g.Email.NoFaults = true
 	m := New(g, slog.New(slog.DiscardHandler))
 	defer m.Close()
 	for _, st := range []string{"BACKUP", "BACKUP", "FAULT", "MASTER", "STOP"} {
 		m.Instance("VI_1", st)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sent, failed, dropped := m.Stats(); sent != 3 || failed != 0 || dropped != 0 {
+		t.Errorf("sent %d, failed %d, dropped %d; want 3, 0, 0", sent, failed, dropped)
+	}
 	for _, want := range []string{"Entering BACKUP state", "Entering MASTER state", "Stopping"} {
-		if got := srv.next(t).data; !strings.Contains(got, "Subject: [lb1] VRRP Instance VI_1 - "+want+"\r\n") {
+		if got := srv.Next(t).Data; !strings.Contains(got, "Subject: [lb1] VRRP Instance VI_1 - "+want+"\r\n") {
 			t.Errorf("want %q, got %q", want, got)
 		}
 	}
 	select {
-	case ses := <-srv.sessions:
-		t.Errorf("one mail too many: %q", ses.data)
+	case ses := <-srv.Sessions:
+		t.Errorf("one mail too many: %q", ses.Data)
 	default:
 	}
 }
