@@ -351,7 +351,19 @@ func (l *LVS) syncState() bool {
 // them with KeepOnStop. The sync daemons stop. Virtual servers with omega
 // run their quorum_down script, as keepalived does at shutdown.
 func (l *LVS) stop() error {
-	for _, p := range l.pools {
+	for i, p := range l.pools {
+		if p.VS.Omega && l.Alerts != nil {
+			// keepalived's clear_service_vs with omega: each live real
+			// server, then the virtual server, "=> Shutting down <=".
+			for j, rs := range p.VS.RealServers {
+				if rs.SMTPAlert && j < len(l.states[i]) && l.states[i][j].Alive {
+					l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, rs))
+				}
+			}
+			if p.VS.SMTPAlert {
+				l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, nil))
+			}
+		}
 		if p.VS.Omega && p.VS.QuorumDown != nil {
 			l.Notify(p.VS.QuorumDown)
 		}

@@ -105,6 +105,19 @@ func Quorum(routerID string, vs *config.VirtualServer, up, start bool, weightSum
 	}
 }
 
+// Shutdown is keepalived's alert at stop, sent for a virtual server
+// with omega: for each of its live real servers (rs), then for the
+// virtual server itself (rs nil).
+func Shutdown(routerID string, vs *config.VirtualServer, rs *config.RealServer) Message {
+	if rs != nil {
+		return Message{
+			Subject: fmt.Sprintf("[%s] Realserver %s of virtual server %s - DOWN", routerID, trio(rs.Addr, vs.Protocol), FormatVS(vs)),
+			Body:    "=> Shutting down <=",
+		}
+	}
+	return Message{Subject: fmt.Sprintf("[%s] Virtualserver %s - DOWN", routerID, FormatVS(vs)), Body: "=> Shutting down <="}
+}
+
 func upDown(up bool) string {
 	if up {
 		return "UP"

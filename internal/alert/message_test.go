@@ -29,6 +29,8 @@ func TestMessages(t *testing.T) {
 		{"tcp down", RealServer("lb1", vs, rs, false), Message{"[lb1] Realserver [192.0.2.11]:tcp:443 of virtual server [192.0.2.100]:tcp:443 - DOWN", "=> TCP CHECK failed on service <="}},
 		{"tcp up", RealServer("lb1", vs, rs, true), Message{"[lb1] Realserver [192.0.2.11]:tcp:443 of virtual server [192.0.2.100]:tcp:443 - UP", "=> TCP CHECK succeed on service <="}},
 		{"http down, fwmark", RealServer("lb1", fwm, http, false), Message{"[lb1] Realserver [2001:db8::1]:tcp:80 of virtual server FWM 7 - DOWN", "=> CHECK failed on service : HTTP request failed <="}},
+		{"shutdown rs", Shutdown("lb1", vs, rs), Message{"[lb1] Realserver [192.0.2.11]:tcp:443 of virtual server [192.0.2.100]:tcp:443 - DOWN", "=> Shutting down <="}},
+		{"shutdown vs", Shutdown("lb1", fwm, nil), Message{"[lb1] Virtualserver FWM 7 - DOWN", "=> Shutting down <="}},
 		{"quorum lost", Quorum("lb1", vs, false, false, 1), Message{"[lb1] Virtualserver [192.0.2.100]:tcp:443 - DOWN", "=> Lost quorum 3+1=2 <= 1 <="}},
 		{"quorum at start", Quorum("lb1", grp, true, true, 5), Message{"[lb1] Virtualserver [web]:80 - UP", "=> Starting with quorum up 0+0=0 <= 5 <="}},
 	} {
