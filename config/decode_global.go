@@ -1,7 +1,9 @@
 package config
 
 import (
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -283,6 +285,61 @@ var globalBlock = &block[Global]{
 		"vrrp_startup_delay": func(d *decoder, n *Node, g *Global) {
 			g.StartupDelay, _ = d.timer(n, 0, 3600*time.Second)
 		},
+		"notification_email": func(d *decoder, n *Node, g *Global) {
+			e := g.email()
+			d.lines(n, func(c *Node) {
+				e.To = append(e.To, c.Keyword)
+				e.To = append(e.To, c.Args...)
+			})
+			if n.Block && len(n.Children) == 0 {
+				d.rep.warnf(n.Pos, n.Keyword, "empty notification_email block")
+			}
+		},
+		"notification_email_from": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.str(n); ok {
+				g.email().From = v
+			}
+		},
+		"smtp_server": func(d *decoder, n *Node, g *Global) {
+			if !d.noBlock(n) || !d.want(n, 1, 2) {
+				return
+			}
+			if hp, ok := d.smtpServer(n); ok {
+				g.email().Server = hp
+			}
+		},
+		"smtp_helo_name": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.str(n); ok {
+				g.email().HeloName = v
+			}
+		},
+		"smtp_connect_timeout": func(d *decoder, n *Node, g *Global) {
+			// keepalived: whole seconds in [0, UINT_MAX/TIMER_HZ]; 0 is
+			// taken as 1 with a warning.
+			v, ok := d.integer(n, 0, 4294)
+			if !ok {
+				return
+			}
+			if v == 0 {
+				d.rep.warnf(n.Pos, n.Keyword, "smtp_connect_timeout must be greater than 0, setting to 1")
+				v = 1
+			}
+			g.email().ConnectTimeout = time.Duration(v) * time.Second
+		},
+		"no_email_faults": func(d *decoder, n *Node, g *Global) {
+			if d.noBlock(n) {
+				d.want(n, 0, 0)
+				g.email().NoFaults = true
+			}
+		},
+		"no_checker_emails": func(d *decoder, n *Node, g *Global) {
+			if v, ok := d.flag(n); ok {
+				g.email().NoCheckerEmails = v
+			}
+		},
+		"smtp_alert":         func(d *decoder, n *Node, g *Global) { g.smtpAlert = d.tristate(n) },
+		"smtp_alert_vrrp":    func(d *decoder, n *Node, g *Global) { g.smtpAlertVRRP = d.tristate(n) },
+		"smtp_alert_checker": func(d *decoder, n *Node, g *Global) { g.smtpAlertChecker = d.tristate(n) },
 	},
 	unsupported: globalUnsupported(),
 }
@@ -294,10 +351,6 @@ func globalUnsupported() map[string]string {
 			m[k] = why
 		}
 	}
-	add("directord sends no e-mail; use notify scripts",
-		"notification_email", "notification_email_from", "smtp_server", "smtp_helo_name",
-		"smtp_connect_timeout", "smtp_alert", "smtp_alert_vrrp", "smtp_alert_checker",
-		"no_email_faults", "no_checker_emails")
 	add("directord is one process",
 		"process_names", "process_name", "vrrp_process_name", "checker_process_name",
 		"lvs_process_name", "bfd_process_name",
@@ -451,4 +504,61 @@ func (d *decoder) lvsTimeouts(n *Node) *LVSTimeouts {
 		return nil
 	}
 	return t
+}
+
+// email returns g's e-mail settings, made with keepalived's defaults on
+// first use.
+func (g *Global) email() *Email {
+	if g.Email == nil {
+		g.Email = &Email{ConnectTimeout: 30 * time.Second}
+	}
+	return g.Email
+}
+
+// tristate reads an smtp_alert-like flag; nil (not given) on a bad value,
+// which keepalived ignores after its error.
+func (d *decoder) tristate(n *Node) *bool {
+	if v, ok := d.flag(n); ok {
+		return &v
+	}
+	return nil
+}
+
+// smtpServer reads "smtp_server HOST [PORT]": an IP address or, as
+// keepalived 2.2.7, a host name; the port is 25 by default.
+func (d *decoder) smtpServer(n *Node) (string, bool) {
+	host, port := n.Args[0], "25"
+	if len(n.Args) > 1 {
+		port = n.Args[1]
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		d.rep.errorf(n.Pos, n.Keyword, "invalid smtp server %s %s: the port is not a number from 1 to 65535", host, port)
+		return "", false
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return net.JoinHostPort(a.String(), port), true
+	}
+	if !validHostName(host) {
+		d.rep.errorf(n.Pos, n.Keyword, "invalid smtp server %s %s: neither an IP address nor a host name", host, port)
+		return "", false
+	}
+	return net.JoinHostPort(host, port), true
+}
+
+// validHostName is a syntactic check of a DNS name (RFC 1123 labels).
+func validHostName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -189,6 +189,7 @@ var vsBlock = &block[VirtualServer]{
 	name: "virtual_server",
 	keys: mergeKeys(timingKeys(func(vs *VirtualServer) *timing { return &vs.timing }, 1),
 		map[string]func(*decoder, *Node, *VirtualServer){
+			"smtp_alert": func(d *decoder, n *Node, vs *VirtualServer) { vs.smtpAlert = d.tristate(n) },
 			"lvs_sched": func(d *decoder, n *Node, vs *VirtualServer) {
 				if s, ok := d.str(n); ok {
 					if !contains(Schedulers, s) {
@@ -348,8 +349,7 @@ var vsBlock = &block[VirtualServer]{
 			},
 		}),
 	unsupported: map[string]string{
-		"smtp_alert": "directord sends no e-mail; use quorum_up/quorum_down",
-		"snmp_name":  "directord has no SNMP interface",
+		"snmp_name": "directord has no SNMP interface",
 	},
 }
 
@@ -491,6 +491,7 @@ var rsBlock = &block[RealServer]{
 	name: "real_server",
 	keys: mergeKeys(timingKeys(func(rs *RealServer) *timing { return &rs.timing }, 1),
 		map[string]func(*decoder, *Node, *RealServer){
+			"smtp_alert": func(d *decoder, n *Node, rs *RealServer) { rs.smtpAlert = d.tristate(n) },
 			"weight": func(d *decoder, n *Node, rs *RealServer) {
 				if v, ok := d.integer(n, 0, 1<<31-1); ok {
 					rs.Weight = int(v)
@@ -526,8 +527,7 @@ var rsBlock = &block[RealServer]{
 		}),
 	unsupported: map[string]string{
 		"BFD_CHECK": uncheckedWhy, "PING_CHECK": uncheckedWhy, "FILE_CHECK": uncheckedWhy,
-		"smtp_alert": "directord sends no e-mail; use notify_up/notify_down",
-		"snmp_name":  "directord has no SNMP interface",
+		"snmp_name": "directord has no SNMP interface",
 	},
 }
 

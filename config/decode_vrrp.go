@@ -19,6 +19,7 @@ func newInstance(pos Pos, name string) *Instance {
 var instanceBlock = &block[Instance]{
 	name: "vrrp_instance",
 	keys: map[string]func(*decoder, *Node, *Instance){
+		"smtp_alert": func(d *decoder, n *Node, in *Instance) { in.smtpAlert = d.tristate(n) },
 		"state": func(d *decoder, n *Node, in *Instance) {
 			if s, ok := d.str(n); ok {
 				switch s {
@@ -255,7 +256,6 @@ var instanceBlock = &block[Instance]{
 		"track_bfd":                  "",
 		"virtual_rules":              "",
 		"notify_master_rx_lower_pri": "",
-		"smtp_alert":                 "directord sends no e-mail; use notify scripts",
 		"kernel_rx_buf_size":         "",
 		"linkbeat_use_polling":       "directord follows netlink link state",
 		"debug":                      "",
@@ -357,6 +357,7 @@ var scriptBlock = &block[VRRPScript]{
 var syncGroupBlock = &block[SyncGroup]{
 	name: "vrrp_sync_group",
 	keys: map[string]func(*decoder, *Node, *SyncGroup){
+		"smtp_alert": func(d *decoder, n *Node, g *SyncGroup) { g.smtpAlert = d.tristate(n) },
 		"group": func(d *decoder, n *Node, g *SyncGroup) {
 			d.want(n, 0, 0)
 			d.lines(n, func(c *Node) {
@@ -389,7 +390,6 @@ var syncGroupBlock = &block[SyncGroup]{
 	unsupported: map[string]string{
 		"track_process": "use track_script",
 		"track_bfd":     "",
-		"smtp_alert":    "directord sends no e-mail; use notify scripts",
 	},
 }
 

@@ -64,8 +64,16 @@ func TestDiagnostics(t *testing.T) {
 			"/k.conf:3: warning: ha_suspend: a fwmark virtual server has no address to wait for: ignored, as keepalived clears it"},
 		{"unsupported checker skipped whole", vsrv(" real_server 10.0.0.2 80 {\n  PING_CHECK {\n   retry 2\n   host {\n    connect_ip 1.2.3.4\n   }\n  }\n }"),
 			"/k.conf:4: warning: PING_CHECK: not supported by directord (the real server is not checked by it: always alive without another checker)"},
-		{"unsupported global", "global_defs {\n notification_email {\n  a@b.c\n }\n}\n",
-			"/k.conf:2: warning: notification_email: not supported by directord (directord sends no e-mail; use notify scripts)"},
+		{"unsupported global", "global_defs {\n enable_traps\n}\n",
+			"/k.conf:2: warning: enable_traps: not supported by directord (directord has no SNMP or DBus interface; use directorctl and metrics)"},
+		{"smtp_server bad port", "global_defs {\n smtp_server 192.0.2.1 smtp\n}\n",
+			"/k.conf:2: error: smtp_server: invalid smtp server 192.0.2.1 smtp: the port is not a number from 1 to 65535"},
+		{"smtp_server bad host", "global_defs {\n smtp_server mail/relay\n}\n",
+			"/k.conf:2: error: smtp_server: invalid smtp server mail/relay 25: neither an IP address nor a host name"},
+		{"smtp_connect_timeout 0", "global_defs {\n smtp_connect_timeout 0\n}\n",
+			"/k.conf:2: warning: smtp_connect_timeout: smtp_connect_timeout must be greater than 0, setting to 1"},
+		{"smtp_alert bad value", "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 1\n smtp_alert maybe\n virtual_ipaddress {\n  10.0.0.1\n }\n}\n",
+			"/k.conf:4: error: smtp_alert: \"maybe\" is not one of on|off|true|false|yes|no"},
 
 		// Structure.
 		{"missing close brace", "global_defs {\n router_id x\n",

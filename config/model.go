@@ -86,11 +86,44 @@ type Global struct {
 	NotifyFIFO *NotifyFIFO `json:"notify_fifo,omitempty"`
 	// NotifyPriorityChanges (vrrp_notify_priority_changes) is the
 	// default of the instances' notify_priority_changes.
-	NotifyPriorityChanges bool           `json:"vrrp_notify_priority_changes,omitempty"`
-	VRRPNotifyFIFO        *NotifyFIFO    `json:"vrrp_notify_fifo,omitempty"`
-	LVSNotifyFIFO         *NotifyFIFO    `json:"lvs_notify_fifo,omitempty"`
-	set                   map[string]Pos // keywords given, for defaults that depend on them
+	NotifyPriorityChanges bool        `json:"vrrp_notify_priority_changes,omitempty"`
+	VRRPNotifyFIFO        *NotifyFIFO `json:"vrrp_notify_fifo,omitempty"`
+	LVSNotifyFIFO         *NotifyFIFO `json:"lvs_notify_fifo,omitempty"`
+	// Email is where e-mail alerts go (notification_email, smtp_server,
+	// ...); nil when global_defs names none of its keywords.
+	Email *Email `json:"email,omitempty"`
+
+	// smtp_alert, smtp_alert_vrrp and smtp_alert_checker: nil when not given.
+	smtpAlert, smtpAlertVRRP, smtpAlertChecker *bool
+	set                                        map[string]Pos // keywords given, for defaults that depend on them
 }
+
+// Email is global_defs' e-mail alert settings. Alerts are mailed only
+// when both To and Server are set, as keepalived.
+type Email struct {
+	// To are the notification_email addresses, each its own RCPT TO.
+	To []string `json:"notification_email,omitempty"`
+	// From is notification_email_from; empty means keepalived's default,
+	// USER@HOSTNAME of the user directord runs as (resolved when sending).
+	From string `json:"notification_email_from,omitempty"`
+	// Server is smtp_server: HOST:PORT, an address or a name, port 25 by
+	// default; a name is resolved when mailing.
+	Server string `json:"smtp_server,omitempty"`
+	// HeloName is smtp_helo_name; empty means the host name.
+	HeloName string `json:"smtp_helo_name,omitempty"`
+	// ConnectTimeout (smtp_connect_timeout, 30 s) bounds the connection
+	// and each reply of the server.
+	ConnectTimeout time.Duration `json:"smtp_connect_timeout"`
+	// NoFaults (no_email_faults) mails no VRRP FAULT transition.
+	NoFaults bool `json:"no_email_faults,omitempty"`
+	// NoCheckerEmails (no_checker_emails) is accepted; directord mails
+	// only real server transitions anyway (see docs/configuration.md).
+	NoCheckerEmails bool `json:"no_checker_emails,omitempty"`
+}
+
+// Enabled reports whether alerts can be mailed at all: some address and
+// a server.
+func (e *Email) Enabled() bool { return e != nil && len(e.To) > 0 && e.Server != "" }
 
 // GarpSettings are the gratuitous ARP / unsolicited NA timings, global
 // (vrrp_garp_*) or per instance (garp_*).
@@ -192,8 +225,13 @@ type SyncGroup struct {
 	// TrackingWeight (sync_group_tracking_weight, or the deprecated
 	// global_tracking) keeps members' tracking weights instead of zeroing them.
 	TrackingWeight bool `json:"sync_group_tracking_weight"`
+	// SMTPAlert: the group's transitions are mailed (smtp_alert, else
+	// global_defs' smtp_alert_vrrp, else smtp_alert, else no; and only
+	// when global_defs' Email is enabled).
+	SMTPAlert bool `json:"smtp_alert,omitempty"`
 
 	memberPos []Pos // where each member is named
+	smtpAlert *bool
 }
 
 // TrackInterface is one track_interface entry. Weight 0 means the instance
@@ -249,6 +287,10 @@ type Instance struct {
 	DontTrackPrimary bool             `json:"dont_track_primary,omitempty"`
 
 	Notify Notify `json:"notify"`
+	// SMTPAlert: the instance's transitions are mailed (smtp_alert, else
+	// global_defs' smtp_alert_vrrp, else smtp_alert, else no; and only
+	// when global_defs' Email is enabled).
+	SMTPAlert bool `json:"smtp_alert,omitempty"`
 	// NotifyPriorityChanges writes MASTER_PRIORITY and BACKUP_PRIORITY
 	// lines to the notify FIFOs when the effective priority changes: the
 	// instance's notify_priority_changes, else its sync group's, else
@@ -267,7 +309,8 @@ type Instance struct {
 	// SyncGroup is the vrrp_sync_group this instance belongs to, if any.
 	SyncGroup string `json:"sync_group,omitempty"`
 
-	set map[string]Pos // keywords given, for defaults that depend on them
+	set       map[string]Pos // keywords given, for defaults that depend on them
+	smtpAlert *bool
 }
 
 // Auth is VRRPv2 authentication.
@@ -398,11 +441,16 @@ type VirtualServer struct {
 	ConnectTimeout time.Duration `json:"connect_timeout"`
 
 	RealServers []*RealServer `json:"real_servers"`
+	// SMTPAlert: quorum changes are mailed (smtp_alert, else global_defs'
+	// smtp_alert_checker, else smtp_alert, else no; and only when
+	// global_defs' Email is enabled).
+	SMTPAlert bool `json:"smtp_alert,omitempty"`
 
-	timing timing
-	weight int
-	engine string // persistence_engine, applied only to a persistent service
-	set    map[string]Pos
+	timing    timing
+	weight    int
+	engine    string // persistence_engine, applied only to a persistent service
+	set       map[string]Pos
+	smtpAlert *bool
 }
 
 // Sorry is the sorry_server, used while quorum is lost.
@@ -430,9 +478,14 @@ type RealServer struct {
 	// (UnsupportedCheckers), which check nothing: with no Checkers, the
 	// real server is always alive.
 	Unchecked []Unchecked `json:"unchecked,omitempty"`
+	// SMTPAlert: going up and down is mailed (smtp_alert, else
+	// global_defs' smtp_alert_checker, else smtp_alert, else yes, as
+	// keepalived; and only when global_defs' Email is enabled).
+	SMTPAlert bool `json:"smtp_alert,omitempty"`
 
-	timing timing
-	set    map[string]Pos
+	timing    timing
+	set       map[string]Pos
+	smtpAlert *bool
 }
 
 // Unchecked is a checker directord does not have, where the file has it.

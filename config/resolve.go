@@ -50,6 +50,43 @@ func (d *decoder) resolve() {
 	for _, vs := range d.cfg.VirtualServers {
 		d.resolveVS(vs)
 	}
+	d.resolveSMTPAlerts()
+}
+
+// resolveSMTPAlerts applies keepalived's smtp_alert inheritance: an
+// object's own smtp_alert, else global_defs' smtp_alert_vrrp (instances,
+// sync groups) or smtp_alert_checker (virtual and real servers), else
+// global_defs' smtp_alert, else no, but yes for a real server
+// (keepalived's check_data.c calls that default inconsistent and keeps
+// it). Nothing is mailed without notification_email and smtp_server.
+func (d *decoder) resolveSMTPAlerts() {
+	g := &d.cfg.Global
+	on := g.Email.Enabled()
+	pick := func(own, level *bool, def bool) bool {
+		switch {
+		case !on:
+			return false
+		case own != nil:
+			return *own
+		case level != nil:
+			return *level
+		case g.smtpAlert != nil:
+			return *g.smtpAlert
+		}
+		return def
+	}
+	for _, in := range d.cfg.Instances {
+		in.SMTPAlert = pick(in.smtpAlert, g.smtpAlertVRRP, false)
+	}
+	for _, sg := range d.cfg.SyncGroups {
+		sg.SMTPAlert = pick(sg.smtpAlert, g.smtpAlertVRRP, false)
+	}
+	for _, vs := range d.cfg.VirtualServers {
+		vs.SMTPAlert = pick(vs.smtpAlert, g.smtpAlertChecker, false)
+		for _, rs := range vs.RealServers {
+			rs.SMTPAlert = pick(rs.smtpAlert, g.smtpAlertChecker, true)
+		}
+	}
 }
 
 // pruneSyncGroups drops the members of sync groups that name no instance,

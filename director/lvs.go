@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/alert"
 	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
@@ -58,7 +59,10 @@ type LVS struct {
 	Notify func(s *config.Script)
 	// FIFO, if set, writes a notify FIFO line (lvs_notify_fifo); it must
 	// not block.
-	FIFO      func(line string)
+	FIFO func(line string)
+	// Alerts mails the smtp_alert e-mails of quorum and real server
+	// changes; nil mails none. Set it before Run.
+	Alerts    *alert.Mailer
 	scripts   *script.Queue
 	ownQueue  bool // scripts is the LVS's own: its stop waits for them
 	notesMu   sync.Mutex
@@ -204,6 +208,15 @@ func (l *LVS) update(i int, t ipvs.Table) {
 	if !p.Update(l.effective(i), t) || (!started && !p.QuorumUp() && p.VS.SorryServer == nil) {
 		return
 	}
+	if p.VS.SMTPAlert && l.Alerts != nil {
+		var sum int64
+		for _, st := range l.effective(i) {
+			if st.Alive {
+				sum += int64(st.Weight)
+			}
+		}
+		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, p.QuorumUp(), !started, sum))
+	}
 	lvl, s := slog.LevelInfo, script.Quorum(p.VS, p.QuorumUp())
 	if !p.QuorumUp() {
 		lvl = slog.LevelWarn
@@ -264,10 +277,14 @@ func (l *LVS) Run(ctx context.Context) error {
 				continue
 			}
 			if was := l.states[u.pool][u.rs].Alive; was != u.st.Alive {
-				if s := script.RealServer(l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive); s != nil {
+				vs := l.pools[u.pool].VS
+				if s := script.RealServer(vs.RealServers[u.rs], u.st.Alive); s != nil {
 					l.Notify(s)
 				}
 				l.fifoRS(l.pools[u.pool].VS, l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive)
+				if rs := vs.RealServers[u.rs]; rs.SMTPAlert && l.Alerts != nil {
+					l.Alerts.Send(alert.RealServer(l.Alerts.RouterID(), vs, rs, u.st.Alive))
+				}
 			}
 			l.states[u.pool][u.rs] = u.st
 			if first || l.want == nil {
@@ -346,6 +363,20 @@ func (l *LVS) stop() error {
 	g := l.cfg.Global
 	if !l.KeepOnStop {
 		l.fifoOmegaStop()
+		for i, p := range l.pools {
+			if p.VS.Omega && l.Alerts != nil {
+				// keepalived's clear_service_vs with omega: each live real
+				// server, then the virtual server, "=> Shutting down <=".
+				for j, rs := range p.VS.RealServers {
+					if rs.SMTPAlert && i < len(l.states) && j < len(l.states[i]) && l.states[i][j].Alive {
+						l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, rs))
+					}
+				}
+				if p.VS.SMTPAlert {
+					l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, nil))
+				}
+			}
+		}
 		for i, p := range l.pools {
 			if !p.VS.Omega {
 				continue

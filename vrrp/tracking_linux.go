@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/alert"
 	"github.com/directord/directord/internal/script"
 )
 
@@ -20,6 +21,7 @@ type tracking struct {
 	runner   script.Runner
 	queue    *script.Queue // runs the notify scripts
 	ownQueue bool          // the queue is the node's own: Run waits for it
+	alerts   *alert.Mailer // mails smtp_alert transitions; nil mails none
 	mu       sync.Mutex
 	scripts  map[string]*trackedScript
 	links    map[string]bool // interface name: up
@@ -211,6 +213,11 @@ func (n *Node) ShareScripts(q *script.Queue) {
 	n.track.queue, n.track.ownQueue = q, false
 }
 
+// SetAlerts makes the node mail the transitions of its instances and
+// sync groups that have smtp_alert to m, which outlives the node (it
+// keeps the last state mailed across reloads). Call it before Run.
+func (n *Node) SetAlerts(m *alert.Mailer) { n.track.alerts = m }
+
 // scriptsDone waits, at the end of Run, for the scripts of a queue of the
 // node's own.
 func (t *tracking) scriptsDone() {
@@ -237,6 +244,9 @@ func (in *instance) notify(from, to State, prio uint8) {
 		default:
 			state = "FAULT"
 		}
+	}
+	if in.cfg.SMTPAlert {
+		t.alerts.Instance(in.cfg.Name, state)
 	}
 	for _, c := range script.Notify(&in.cfg.Notify, "INSTANCE", in.cfg.Name, state, int(prio)) {
 		t.queue.Submit(script.Job{Key: "instance " + in.cfg.Name, Kind: "vrrp", Runner: t.runner, Script: c.Script, Args: c.Args})
@@ -281,6 +291,9 @@ func (in *instance) groupNotify(to State) {
 		return
 	}
 	t := in.node.track
+	if g.group.SMTPAlert {
+		t.alerts.Group(g.group.Name, notifyState(to))
+	}
 	for _, c := range script.Notify(&g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
 		t.queue.Submit(script.Job{Key: "group " + g.group.Name, Kind: "sync_group", Runner: t.runner, Script: c.Script, Args: c.Args})
 	}

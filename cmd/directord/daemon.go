@@ -22,6 +22,7 @@ import (
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/director"
 	"github.com/directord/directord/healthcheck"
+	"github.com/directord/directord/internal/alert"
 	"github.com/directord/directord/internal/metrics"
 	"github.com/directord/directord/internal/notifyfifo"
 	"github.com/directord/directord/internal/script"
@@ -91,6 +92,24 @@ type daemon struct {
 	// opened from.
 	fifos   atomic.Pointer[notifyfifo.Set]
 	fifoKey string
+
+	// mailer sends the smtp_alert e-mails, across reloads that keep
+	// global_defs' e-mail settings; mailKey is those settings.
+	mailer  *alert.Mailer
+	mailKey string
+}
+
+// alerts is the Mailer for cfg's e-mail settings: the daemon's own while
+// they do not change, else a new one (the old one is closed, a mail in
+// progress cut). nil when cfg mails nothing.
+func (d *daemon) alerts(cfg *config.Config) *alert.Mailer {
+	key := fmt.Sprintf("%q %+v", cfg.Global.RouterID, cfg.Global.Email)
+	if d.mailer != nil && key == d.mailKey {
+		return d.mailer
+	}
+	d.mailer.Close()
+	d.mailer, d.mailKey = alert.New(&cfg.Global, d.log), key
+	return d.mailer
 }
 
 // view is a consistent set of the running parts.
@@ -174,6 +193,10 @@ func (d *daemon) waitScripts() {
 	if d.scripts.Wait(ctx) != nil {
 		d.log.Warn("notify scripts still running at stop: not waiting for them", "waited", scriptsStopWait.String())
 	}
+	if d.mailer.Flush(ctx) != nil {
+		d.log.Warn("smtp alerts still queued at stop: not waiting for them", "waited", scriptsStopWait.String())
+	}
+	d.mailer.Close()
 }
 
 // nodeKeyOf is what the VRRP node of cfg runs, its scripts as checked
@@ -302,6 +325,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		lvs.ShareScripts(d.scripts)
 	}
 	lvs.FIFO = d.writeLVS
+	lvs.Alerts = d.alerts(cfg)
 	for _, w := range ipvsAdvice(os.ReadFile) {
 		d.log.Warn(w)
 	}
@@ -447,6 +471,7 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 		node.ShareScripts(d.scripts)
 	}
 	node.NotifyFIFO(d.writeVRRP)
+	node.SetAlerts(d.alerts(cfg))
 	return node, h, nil
 }
 
