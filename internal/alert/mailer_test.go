@@ -2,6 +2,7 @@ package alert
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -144,5 +145,22 @@ func TestNilMailer(t *testing.T) {
 	m.Close()
 	if New(&config.Global{}, nil) != nil {
 		t.Error("a Mailer without e-mail settings")
+	}
+}
+
+// TestMailsInOrder: one sender, so mails reach the server in the order
+// they were queued.
+func TestMailsInOrder(t *testing.T) {
+	srv := alerttest.NewServer(t)
+	m := New(global(srv.Addr()), slog.New(slog.DiscardHandler))
+	defer m.Close()
+	for i := range 10 {
+		m.Send(Message{Subject: fmt.Sprintf("n%d", i), Body: "b"})
+	}
+	for i := range 10 {
+		ses := srv.Next(t)
+		if want := fmt.Sprintf("Subject: n%d\r\n", i); !strings.Contains(ses.Data, want) {
+			t.Fatalf("mail %d: %q, want %q", i, ses.Data, want)
+		}
 	}
 }

@@ -76,8 +76,11 @@ func (s *Server) serve(c net.Conn) {
 			ses.Data = b.String()
 			io.WriteString(c, "250 queued\r\n")
 		case "QUIT":
-			io.WriteString(c, "221 bye\r\n")
+			// The session is handed over before the client hears 221:
+			// after it, the client opens its next mail, whose session
+			// must not overtake this one.
 			s.Sessions <- ses
+			io.WriteString(c, "221 bye\r\n")
 			return
 		default:
 			io.WriteString(c, "500 what\r\n")
