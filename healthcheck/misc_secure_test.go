@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/scripttest"
 )
 
 // TestInsecureMiscCheckRemoved: with enable_script_security, a MISC_CHECK
@@ -17,20 +17,8 @@ import (
 // removes it ("Disabling misc script ... due to insecure"), and logged;
 // the configuration still loads and the safe checker stays.
 func TestInsecureMiscCheckRemoved(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to own files as root")
-	}
-	dir, err := os.MkdirTemp("/run", "directord-misc-secure-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	ww := filepath.Join(dir, "ww")
-	os.Mkdir(ww, 0o755)
-	if err := syscall.Chmod(ww, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	dir := scripttest.RootDir(t, "directord-misc-secure-")
+	ww := scripttest.WorldWritable(t, dir, "ww")
 	bad, good := filepath.Join(ww, "check.sh"), filepath.Join(dir, "check.sh")
 	for _, f := range []string{bad, good} {
 		if err := os.WriteFile(f, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {

@@ -31,7 +31,7 @@ func newRawServer(t *testing.T, network, addr string, serve func(c net.Conn, req
 	t.Helper()
 	ln, err := net.Listen(network, addr)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	return startRaw(t, ln, serve)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/scripttest"
 )
 
 // TestInsecureVRRPScriptNotTracked: with enable_script_security, a
@@ -20,15 +21,7 @@ import (
 // tracks it (it neither faults nor lowers them), and the log says so.
 // As root on the host: tracking only reads the links.
 func TestInsecureVRRPScriptNotTracked(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to own files as root")
-	}
-	dir, err := os.MkdirTemp("/run", "directord-vrrp-secure-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	dir := scripttest.RootDir(t, "directord-vrrp-secure-")
 	good := filepath.Join(dir, "check.sh")
 	if err := os.WriteFile(good, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)

@@ -7,26 +7,15 @@ import (
 	"testing"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/scripttest"
 )
 
 // TestNodeKeyFollowsScriptChecks: a reload of the same file restarts VRRP
 // when its scripts check differently now (a folder's permissions fixed),
 // and not otherwise: scripts are checked at each reload.
 func TestNodeKeyFollowsScriptChecks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to own files as root")
-	}
-	dir, err := os.MkdirTemp("/run", "directord-nodekey-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	sub := filepath.Join(dir, "scripts")
-	os.Mkdir(sub, 0o755)
-	if err := syscall.Chmod(sub, 0o777); err != nil {
-		t.Fatal(err)
-	}
+	dir := scripttest.RootDir(t, "directord-nodekey-")
+	sub := scripttest.WorldWritable(t, dir, "scripts")
 	chk := filepath.Join(sub, "chk.sh")
 	if err := os.WriteFile(chk, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)

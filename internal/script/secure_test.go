@@ -14,24 +14,14 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/scripttest"
 )
 
 // rootDir is a folder only root can write to, under /run (root's, 0755),
 // with the test's scripts in it; it needs root to own files as root.
 func rootDir(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to own files as root")
-	}
-	dir, err := os.MkdirTemp("/run", "directord-secure-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return scripttest.RootDir(t, "directord-secure-")
 }
 
 func writeScript(t *testing.T, path, body string, mode os.FileMode) {
