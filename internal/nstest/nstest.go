@@ -362,6 +362,21 @@ func WatchVRRP(t TB, ns *NS, ifn string) *Watch {
 	})
 }
 
+// WatchVRRPZero records IPv4 VRRP adverts of priority 0 (a master
+// giving up), by their source address.
+func WatchVRRPZero(t TB, ns *NS, ifn string) *Watch {
+	return watch(t, ns, ifn, syscall.ETH_P_IP, func(p []byte) (netip.Addr, bool) {
+		if len(p) < 20 || p[9] != 112 {
+			return netip.Addr{}, false
+		}
+		hl := int(p[0]&0x0f) * 4
+		if len(p) < hl+4 || p[hl+2] != 0 {
+			return netip.Addr{}, false
+		}
+		return netip.AddrFrom4([4]byte(p[12:16])), true
+	})
+}
+
 func watch(t TB, ns *NS, ifn string, proto uint16, match func([]byte) (netip.Addr, bool)) *Watch {
 	t.Helper()
 	w := &Watch{}
