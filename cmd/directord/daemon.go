@@ -465,7 +465,7 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 	node, err := vrrp.NewNode(cfg, h, d.log)
 	if err != nil {
 		h.Close()
-		return nil, nil, fmt.Errorf("vrrp: %w", err)
+		return nil, nil, err // vrrp.NewNode says "vrrp: ..." itself
 	}
 	if d.scripts != nil {
 		node.ShareScripts(d.scripts)
