@@ -43,13 +43,19 @@ type block[T any] struct {
 	unsupported map[string]string
 }
 
+// differs tells whether c's value is one that Differences speaks of.
+func differs(block string, c *Node) bool {
+	v, ok := DifferingValues[block][c.Keyword]
+	return !ok || len(c.Args) > 0 && strings.EqualFold(c.Args[0], v)
+}
+
 // walk decodes the children of n into t. An unknown keyword, or one
 // directord does not support, is reported once and skipped with everything
 // inside its block.
 func walk[T any](d *decoder, n *Node, b *block[T], t *T) {
 	for _, c := range n.Children {
 		if h, ok := b.keys[c.Keyword]; ok {
-			if how, ok := Differences[b.name][c.Keyword]; ok {
+			if how, ok := Differences[b.name][c.Keyword]; ok && differs(b.name, c) {
 				d.cfg.Differs = append(d.cfg.Differs, Difference{Pos: c.Pos, Block: b.name, Keyword: c.Keyword, How: how})
 			}
 			h(d, c, t)
