@@ -89,6 +89,7 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 			}
 		}
 		l.cfg, l.pools, l.states = cfg, pools, states
+		l.advanceAll()
 		l.gen++
 		gen = l.gen
 		l.want = nil
@@ -131,6 +132,7 @@ func (l *LVS) Drain(ctx context.Context, addr netip.AddrPort, on bool) error {
 			return
 		}
 		l.log.Info("real server drain", "real_server", addr.String(), "drained", on)
+		l.advanceAll()
 		l.want = nil
 		l.reprogram = true
 	})
@@ -141,28 +143,6 @@ func (l *LVS) Drain(ctx context.Context, addr netip.AddrPort, on bool) error {
 		return fmt.Errorf("%s: %w", addr, ErrUnknownReal)
 	}
 	return nil
-}
-
-// effective is pool i's real server states with the drained ones at
-// weight 0.
-func (l *LVS) effective(i int) []RealState {
-	st := l.states[i]
-	if len(l.drained) == 0 {
-		return st
-	}
-	var out []RealState
-	for j, rs := range l.pools[i].VS.RealServers {
-		if j < len(st) && l.drained[rs.Addr] {
-			if out == nil {
-				out = slices.Clone(st)
-			}
-			out[j].Weight = 0
-		}
-	}
-	if out == nil {
-		return st
-	}
-	return out
 }
 
 // syncServices programs the services of one pool and counts what it did.
@@ -206,13 +186,12 @@ func (l *LVS) Status(ctx context.Context) ([]PoolStatus, []netip.AddrPort, error
 	err := l.do(ctx, func() {
 		for i, p := range l.pools {
 			ps := PoolStatus{VS: p.VS, QuorumUp: p.quorumUp}
-			eff := l.effective(i)
+			w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
 			for j, rs := range p.VS.RealServers {
-				st := eff[j]
 				r := RealStatus{Addr: rs.Addr, Alive: l.states[i][j].Alive, Drained: l.drained[rs.Addr],
 					Weight: l.states[i][j].Weight, Effective: -1}
-				if w, in := p.weightOf(rs, st); in {
-					r.Effective = w
+				if w.Reals[j].In {
+					r.Effective = w.Reals[j].Weight
 				}
 				ps.Reals = append(ps.Reals, r)
 			}
