@@ -206,14 +206,14 @@ func (l *LVS) Want() ipvs.Table {
 // keepalived's order (do_vs_notifies).
 func (l *LVS) advance(i int) {
 	p := l.pools[i]
-	started := p.started
+	init := p.init
 	if !p.Advance(l.states[i], l.drained) {
 		return
 	}
 	up := p.QuorumUp()
 	if p.VS.SMTPAlert && l.Alerts != nil {
 		sum := Weigh(p.VS, l.states[i], l.drained, up).Sum
-		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, up, !started, int64(sum)))
+		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, up, init, int64(sum)))
 	}
 	lvl := slog.LevelInfo
 	if !up {

@@ -25,7 +25,11 @@ type Pool struct {
 	Keys     []ipvs.ServiceKey
 	service  ipvs.Service
 	quorumUp bool
-	started  bool // Update has run once
+	// init is true until the first Advance after the pool was made (at
+	// the start, or by a reload): keepalived's init_service_vs step.
+	init bool
+	// sorryIn is true when a reload kept the sorry server in the table.
+	sorryIn bool
 }
 
 // NewPools makes a Pool per virtual server of cfg.
@@ -40,7 +44,7 @@ func NewPools(cfg *config.Config) ([]*Pool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", vs.Pos, err)
 		}
-		out = append(out, &Pool{VS: vs, Keys: keys, service: s})
+		out = append(out, &Pool{VS: vs, Keys: keys, service: s, init: true})
 	}
 	return out, nil
 }
@@ -65,8 +69,8 @@ func (p *Pool) QuorumUp() bool { return p.quorumUp }
 // start), never from a query.
 func (p *Pool) Advance(states []RealState, drained map[netip.AddrPort]bool) (news bool) {
 	sum := Weigh(p.VS, states, drained, p.quorumUp).Sum
-	p.quorumUp, news = quorumStep(p.VS, p.quorumUp, p.started, sum)
-	p.started = true
+	p.quorumUp, news = quorumStep(p.VS, p.quorumUp, p.init, p.sorryIn, sum)
+	p.init, p.sorryIn = false, false
 	return news
 }
 

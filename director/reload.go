@@ -46,8 +46,10 @@ func (l *LVS) do(ctx context.Context, f func()) error {
 // difference reaches the kernel: the reconciler leaves alone what is
 // already right, so an unchanged virtual server or real server is not
 // touched; virtual servers gone from the configuration are removed. A
-// pool that is the same (same services, quorum and hysteresis) keeps its
-// quorum state, so a reload runs no quorum script.
+// virtual server that is still there (by keepalived's vs_iseq: the same
+// group, fwmark or address) keeps its quorum state, which the new quorum
+// and hysteresis then move as keepalived's reload does; so a reload that
+// moves no quorum runs no quorum script.
 func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int, error) {
 	pools, err := NewPools(cfg)
 	if err != nil {
@@ -58,12 +60,17 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 	err = l.do(ctx, func() {
 		old := map[string]*Pool{}
 		for _, p := range l.pools {
-			old[poolKey(p)] = p
+			old[poolID(p.VS)] = p
 		}
 		states := make([][]RealState, len(pools))
 		for i, p := range pools {
-			if o := old[poolKey(p)]; o != nil {
-				p.quorumUp, p.started = o.quorumUp, o.started
+			if o := old[poolID(p.VS)]; o != nil && !o.init {
+				// keepalived's clear_diff_services copies
+				// quorum_state_up; clear_diff_s_srv keeps the sorry
+				// server's state when it is the same one.
+				p.quorumUp = o.quorumUp
+				os, ns := o.VS.SorryServer, p.VS.SorryServer
+				p.sorryIn = !o.quorumUp && os != nil && ns != nil && os.Addr == ns.Addr
 			}
 			states[i] = p.InitialStates()
 		}
@@ -101,10 +108,17 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 	return gen, rerr
 }
 
-// poolKey names a pool by what decides its quorum state: its services
-// and quorum settings.
-func poolKey(p *Pool) string {
-	return fmt.Sprint(p.Keys, p.VS.Quorum, p.VS.Hysteresis, p.VS.SorryServer != nil)
+// poolID names a virtual server across a reload as keepalived's vs_iseq:
+// by its group's name, else its fwmark and family, else its protocol and
+// address.
+func poolID(vs *config.VirtualServer) string {
+	switch {
+	case vs.Group != "":
+		return fmt.Sprint("group ", vs.Group, " ", vs.Addr.Port())
+	case vs.FWMark != 0:
+		return fmt.Sprint("fwmark ", vs.Family, " ", vs.FWMark)
+	}
+	return fmt.Sprint(vs.Protocol, " ", vs.Addr)
 }
 
 // ErrUnknownReal is Drain's error for a real server in no virtual server.

@@ -100,23 +100,26 @@ func realWeight(w int) int {
 // alive real servers' weights, as keepalived's update_quorum_state: the
 // quorum is lost when the sum falls below quorum - hysteresis (or to 0),
 // and won when it reaches quorum + hysteresis. A virtual server starts
-// without it (set_quorum_states, before any real server is alive), so
-// its first step (started false) wins it only at quorum + hysteresis.
+// without it (set_quorum_states, before any real server is alive), so its
+// first step wins it only at quorum + hysteresis; a reload keeps it.
 //
-// news says that the notifications (quorum_up or quorum_down, the FIFO
-// line, the e-mail) are due: at each change, and at the first step when
-// the quorum is won, or when it is not and a sorry server takes its place
-// ("Starting with quorum down"). A virtual server that starts without
-// quorum and without a sorry server says nothing, as keepalived.
-func quorumStep(vs *config.VirtualServer, up, started bool, sum int) (next, news bool) {
+// init is the step of keepalived's init_service_vs, at the start and at
+// each reload; sorryIn, that the sorry server is in the table already
+// (the same one, kept over a reload while the quorum was down). news says
+// that the notifications (quorum_up or quorum_down, the FIFO line, the
+// e-mail) are due: at each change, and at an init step that puts the
+// sorry server in ("Starting with quorum down"). A virtual server that
+// starts without quorum and without a sorry server says nothing, as
+// keepalived.
+func quorumStep(vs *config.VirtualServer, up, init, sorryIn bool, sum int) (next, news bool) {
 	q, h := int(vs.Quorum), int(vs.Hysteresis)
 	switch {
 	case up && (sum == 0 || sum < q-h):
 		return false, true
 	case !up && sum > 0 && sum >= q+h:
 		return true, true
-	case !started:
-		return up, up || vs.SorryServer != nil
+	case init && !up && vs.SorryServer != nil && !sorryIn:
+		return false, true
 	}
 	return up, false
 }

@@ -1,6 +1,7 @@
 package director
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"reflect"
@@ -126,32 +127,39 @@ func TestWeighMissingHealth(t *testing.T) {
 
 // TestQuorumStep: keepalived's update_quorum_state (threshold quorum +
 // hysteresis to win, quorum - hysteresis to lose, lost at 0 whatever the
-// threshold) and its init case (news at the start when won, or when a
-// sorry server takes the place of the pool).
+// threshold) and its init case (init_service_vs at the start and at each
+// reload: news when the sorry server goes in).
 func TestQuorumStep(t *testing.T) {
 	tests := []struct {
 		name             string
 		quorum, hyst     uint32
 		sorry            bool
-		up, started      bool
+		up, init         bool
+		sorryIn          bool
 		sum              int
 		wantUp, wantNews bool
 	}{
-		{"start, won", 4, 0, false, false, false, 4, true, true},
-		{"start, won only at quorum+hysteresis", 4, 1, false, false, false, 4, false, false},
-		{"start, won at quorum+hysteresis", 4, 1, false, false, false, 5, true, true},
-		{"start without quorum, no sorry server: silent", 4, 0, false, false, false, 3, false, false},
-		{"start without quorum, sorry server: Starting with quorum down", 4, 0, true, false, false, 3, false, true},
-		{"start at 0, sorry server", 1, 0, true, false, false, 0, false, true},
-		{"up, kept at quorum-hysteresis", 4, 1, false, true, true, 3, true, false},
-		{"up, lost below quorum-hysteresis", 4, 1, false, true, true, 2, false, true},
-		{"up, lost at 0", 1, 0, false, true, true, 0, false, true},
-		{"up, hysteresis above quorum: lost only at 0", 1, 3, false, true, true, 1, true, false},
-		{"up, hysteresis above quorum, at 0", 1, 3, false, true, true, 0, false, true},
-		{"down, not yet at quorum+hysteresis", 4, 1, true, false, true, 4, false, false},
-		{"down, won", 4, 1, true, false, true, 5, true, true},
-		{"down, stays down: no news", 4, 0, true, false, true, 1, false, false},
-		{"up, stays up: no news", 4, 0, true, true, true, 9, true, false},
+		{"start, won", 4, 0, false, false, true, false, 4, true, true},
+		{"start, won only at quorum+hysteresis", 4, 1, false, false, true, false, 4, false, false},
+		{"start, won at quorum+hysteresis", 4, 1, false, false, true, false, 5, true, true},
+		{"start without quorum, no sorry server: silent", 4, 0, false, false, true, false, 3, false, false},
+		{"start without quorum, sorry server: Starting with quorum down", 4, 0, true, false, true, false, 3, false, true},
+		{"start at 0, sorry server", 1, 0, true, false, true, false, 0, false, true},
+		{"up, kept at quorum-hysteresis", 4, 1, false, true, false, false, 3, true, false},
+		{"up, lost below quorum-hysteresis", 4, 1, false, true, false, false, 2, false, true},
+		{"up, lost at 0", 1, 0, false, true, false, false, 0, false, true},
+		{"down, not yet at quorum+hysteresis", 4, 1, true, false, false, false, 4, false, false},
+		{"down, won", 4, 1, true, false, false, false, 5, true, true},
+		{"down, stays down: no news", 4, 0, true, false, false, false, 1, false, false},
+		{"up, stays up: no news", 4, 0, true, true, false, false, 9, true, false},
+		// A reload (init) keeps the state and moves it by the new
+		// thresholds.
+		{"reload, up, still above quorum-hysteresis", 4, 2, true, true, true, false, 3, true, false},
+		{"reload, up, below the new quorum", 9, 0, true, true, true, false, 3, false, true},
+		{"reload, down, the same sorry server in: silent", 4, 0, true, false, true, true, 3, false, false},
+		{"reload, down, a new sorry server goes in", 4, 0, true, false, true, false, 3, false, true},
+		{"reload, down, no sorry server: silent", 4, 0, false, false, true, false, 3, false, false},
+		{"reload, down, won under the new quorum", 2, 0, true, false, true, true, 3, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,7 +167,7 @@ func TestQuorumStep(t *testing.T) {
 			if tt.sorry {
 				vs.SorryServer = &config.Sorry{Addr: netip.MustParseAddrPort("10.0.0.99:80")}
 			}
-			up, news := quorumStep(vs, tt.up, tt.started, tt.sum)
+			up, news := quorumStep(vs, tt.up, tt.init, tt.sorryIn, tt.sum)
 			if up != tt.wantUp || news != tt.wantNews {
 				t.Errorf("up %v news %v, want %v %v", up, news, tt.wantUp, tt.wantNews)
 			}
@@ -197,8 +205,8 @@ virtual_server 192.0.2.1 80 {
 		for range 3 {
 			l.Want()
 		}
-		if len(ran) != 0 || l.pools[0].started {
-			t.Fatalf("Want before Run ran %q, started %v: a query moved the quorum", ran, l.pools[0].started)
+		if len(ran) != 0 || !l.pools[0].init {
+			t.Fatalf("Want before Run ran %q, stepped %v: a query moved the quorum", ran, !l.pools[0].init)
 		}
 		ctx, stop := running(t, l)
 		if _, _, err := l.Status(ctx); err != nil {
@@ -223,6 +231,78 @@ virtual_server 192.0.2.1 80 {
 		synctest.Wait()
 		if want := []string{"/bin/up", "/bin/down"}; !reflect.DeepEqual(ran, want) {
 			t.Errorf("after status and the resync %q, want %q", ran, want)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestLVSReloadKeepsQuorumAsKeepalived: a virtual server that a reload
+// keeps (the same address) keeps its quorum state, and the new quorum and
+// hysteresis move it as keepalived's reload does (clear_diff_services
+// copies quorum_state_up, then init_service_vs calls
+// update_quorum_state): a hysteresis raised while the quorum holds moves
+// nothing; a quorum raised above the sum loses it, once.
+func TestLVSReloadKeepsQuorumAsKeepalived(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const base = `
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    quorum %d
+    hysteresis %d
+    quorum_up /bin/up
+    quorum_down /bin/down
+    sorry_server 10.0.0.99 80
+    real_server 10.0.0.1 80 {
+        weight 1
+    }
+    real_server 10.0.0.2 80 {
+        weight 2
+    }
+    real_server 10.0.0.3 80 {
+        weight 3
+        TCP_CHECK { }
+    }
+}
+`
+		k := newFakeKernel()
+		l, err := NewLVS(parse(t, fmt.Sprintf(base, 3, 0)), k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ran []string
+		l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
+		ctx, stop := running(t, l)
+		// 10.0.0.3 fails: 3 left, the quorum of 3 holds.
+		l.Report(ctx, 0, 2, RealState{Alive: false, Weight: 3})
+		synctest.Wait()
+		down := []Seed{{Pool: 0, Real: 2, State: RealState{Alive: false, Weight: 3}}}
+		reals := []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.1:80 route 1", "-a TCP 192.0.2.1:80 10.0.0.2:80 route 2"}
+		if got := k.lines(); !reflect.DeepEqual(got, reals) || !reflect.DeepEqual(ran, []string{"/bin/up"}) {
+			t.Fatalf("at the start %q, scripts %q", got, ran)
+		}
+		// Sum 3, quorum 3, hysteresis 1: kept above 2, though a start
+		// would need 4.
+		if _, err := l.Reload(ctx, parse(t, fmt.Sprintf(base, 3, 1)), down); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := k.lines(); !reflect.DeepEqual(got, reals) || !reflect.DeepEqual(ran, []string{"/bin/up"}) {
+			t.Errorf("hysteresis raised: %q, scripts %q; want the real servers and no script", got, ran)
+		}
+		// Quorum 5 (of 6) > 3: lost, the sorry server in, quorum_down once.
+		for range 2 {
+			if _, err := l.Reload(ctx, parse(t, fmt.Sprintf(base, 5, 0)), down); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		sorry := []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.99:80 route 1"}
+		if got := k.lines(); !reflect.DeepEqual(got, sorry) || !reflect.DeepEqual(ran, []string{"/bin/up", "/bin/down"}) {
+			t.Errorf("quorum raised: %q, scripts %q; want the sorry server and quorum_down once", got, ran)
 		}
 		if err := stop(); err != nil {
 			t.Fatal(err)
