@@ -134,7 +134,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 		if l.notesShut {
 			return
 		}
-		l.scripts.Submit(script.Job{Key: "lvs", Kind: "lvs", Runner: runner, Script: s})
+		l.scripts.Submit(script.PoolJob(runner, s))
 	}
 	return l, nil
 }
