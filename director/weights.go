@@ -24,13 +24,12 @@ type Place struct {
 type Weights struct {
 	// Reals are the real servers' places, in the configuration's order.
 	Reals []Place
-	// Sorry is the sorry server's place (out without one). A sorry server
-	// that is also a real server and is held at weight 0 by
-	// sorry_server_inhibit does not take that real server's entry: the
-	// caller keeps the real server's (SorryYields).
+	// Sorry is the sorry server's place (out without one).
 	Sorry Place
-	// SorryYields is true when the sorry server's place gives way to a
-	// real server's entry at the same address.
+	// SorryYields is true when the sorry server, held at weight 0 by
+	// sorry_server_inhibit, gives way to a real server's entry that
+	// lands on the same destination (a DR or TUN real server on the same
+	// address with another port, which the service's port replaces).
 	SorryYields bool
 	// Sum is the quorum's measure: the weights of the alive real servers,
 	// a drained one at 0 (keepalived's weigh_live_realservers).
@@ -55,7 +54,7 @@ type Weights struct {
 //   - Without quorum the sorry server is in at weight 1 (its
 //     effective_weight, alloc_ssvr); with quorum it is out, or in at
 //     weight 0 with sorry_server_inhibit (init_service_vs), unless it is
-//     also a real server, whose entry stays (s_svr_duplicates_rs).
+//     also a real server, whose entry alone stands (s_svr_duplicates_rs).
 func Weigh(vs *config.VirtualServer, health []RealState, drained map[netip.AddrPort]bool, quorumUp bool) Weights {
 	w := Weights{Reals: make([]Place, len(vs.RealServers))}
 	sorry := vs.SorryServer
@@ -82,11 +81,29 @@ func Weigh(vs *config.VirtualServer, health []RealState, drained map[netip.AddrP
 	case sorry == nil:
 	case !quorumUp:
 		w.Sorry = Place{In: true, Weight: 1}
+	case duplicates(vs):
+		// keepalived's s_svr_duplicates_rs: the sorry server is a real
+		// server (same address and port). Its inhibit is made the real
+		// server's (check_data.c, "matches sorry server, but inhibit
+		// setting differs"), and init_service_vs marks it set without
+		// adding it: while the quorum holds, the address's entry is the
+		// real server's, or none.
 	case sorry.Inhibit:
 		w.Sorry = Place{In: true}
 		w.SorryYields = true
 	}
 	return w
+}
+
+// duplicates tells whether vs's sorry server is also one of its real
+// servers, as keepalived's rs_iseq compares them: address and port.
+func duplicates(vs *config.VirtualServer) bool {
+	for _, rs := range vs.RealServers {
+		if rs.Addr == vs.SorryServer.Addr {
+			return true
+		}
+	}
+	return false
 }
 
 // realWeight is a weight as the kernel takes it: keepalived's

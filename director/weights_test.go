@@ -84,12 +84,19 @@ func TestWeigh(t *testing.T) {
 		{name: "drained and dead", quorumUp: true, weight: 3, drained: true, want: out, wantSum: 2},
 		{name: "drained and dead, inhibit_on_failure", inhibit: true, quorumUp: true, weight: 3, drained: true, want: in(0), wantSum: 2},
 		{name: "drained, quorum down, sorry server", sorry: "10.0.0.99:80", alive: true, weight: 3, drained: true, want: out, wantSorry: in(1), wantSum: 2},
-		// s_svr_duplicates_rs: a sorry server that is also a real
-		// server; with sorry_server_inhibit its entry gives way to the
-		// real server's while the quorum holds (Write keeps the real
-		// server's), and takes it at weight 1 when the quorum is lost.
-		{name: "sorry server is the real server, inhibit, quorum up", sorry: "10.0.0.1:80", sorryInhibit: true, quorumUp: true, alive: true, weight: 3, want: in(3), wantSorry: in(0), wantSum: 5},
+		// s_svr_duplicates_rs: a sorry server that is also a real server
+		// (same address and port) is never added while the quorum holds
+		// (init_service_vs sets it without ADD_DEST): the address's
+		// entry is the real server's; it takes the address at weight 1
+		// when the quorum is lost.
+		{name: "sorry server is the real server, inhibit, quorum up", sorry: "10.0.0.1:80", sorryInhibit: true, quorumUp: true, alive: true, weight: 3, want: in(3), wantSum: 5},
 		{name: "sorry server is the real server, quorum down", sorry: "10.0.0.1:80", alive: true, weight: 3, want: out, wantSorry: in(1), wantSum: 5},
+		{name: "sorry server is the real server, both inhibit, dead, quorum up", inhibit: true, sorry: "10.0.0.1:80", sorryInhibit: true, quorumUp: true, weight: 3, want: in(0), wantSum: 2},
+		// check_data.c gives the sorry server the real server's inhibit
+		// ("matches sorry server, but inhibit setting differs"): without
+		// inhibit_on_failure, a dead one leaves no entry at all.
+		{name: "sorry server is a dead real server without inhibit_on_failure, sorry_server_inhibit, quorum up", sorry: "10.0.0.1:80", sorryInhibit: true, quorumUp: true, weight: 3, want: out, wantSum: 2},
+		{name: "sorry server is the real server, inhibit_on_failure only, quorum down", inhibit: true, sorry: "10.0.0.1:80", alive: true, weight: 3, want: in(0), wantSorry: in(1), wantSum: 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +115,7 @@ func TestWeigh(t *testing.T) {
 				t.Errorf("got reals %+v sorry %+v sum %d\nwant reals [%+v %+v] sorry %+v sum %d",
 					got.Reals, got.Sorry, got.Sum, tt.want, second, tt.wantSorry, tt.wantSum)
 			}
-			if got.SorryYields != (tt.sorryInhibit && tt.quorumUp) {
+			if dup := tt.sorry == "10.0.0.1:80"; got.SorryYields != (tt.sorryInhibit && tt.quorumUp && !dup) {
 				t.Errorf("SorryYields %v", got.SorryYields)
 			}
 		})
