@@ -248,8 +248,8 @@ func (in *instance) notify(from, to State, prio uint8) {
 	if in.cfg.SMTPAlert {
 		t.alerts.Instance(in.cfg.Name, state)
 	}
-	for _, c := range script.Notify(&in.cfg.Notify, "INSTANCE", in.cfg.Name, state, int(prio)) {
-		t.queue.Submit(script.Job{Key: "instance " + in.cfg.Name, Kind: "vrrp", Runner: t.runner, Script: c.Script, Args: c.Args})
+	for _, j := range script.NotifyJobs(t.runner, &in.cfg.Notify, "INSTANCE", in.cfg.Name, state, int(prio)) {
+		t.queue.Submit(j)
 	}
 	in.node.fifoInstance(in.cfg.Name, state, int(prio))
 }
@@ -294,8 +294,8 @@ func (in *instance) groupNotify(to State) {
 	if g.group.SMTPAlert {
 		t.alerts.Group(g.group.Name, notifyState(to))
 	}
-	for _, c := range script.Notify(&g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
-		t.queue.Submit(script.Job{Key: "group " + g.group.Name, Kind: "sync_group", Runner: t.runner, Script: c.Script, Args: c.Args})
+	for _, j := range script.NotifyJobs(t.runner, &g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
+		t.queue.Submit(j)
 	}
 	in.node.fifoGroup(g.group.Name, notifyState(to))
 }
