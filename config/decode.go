@@ -19,6 +19,9 @@ type decoder struct {
 	// that a reference to a block that had its own error is not reported
 	// again as a reference to nothing.
 	names map[string]map[string]bool
+	// procMisses are track_process entries naming no vrrp_track_process
+	// defined before them (decode_trackproc.go).
+	procMisses []procMiss
 }
 
 func (d *decoder) declared(kind, name string) {

@@ -12,7 +12,7 @@ import (
 // that knows a keyword is named.
 func allBlocks() []namedBlock {
 	return []namedBlock{topBlock, globalBlock, instanceBlock, scriptBlock, syncGroupBlock,
-		authBlock, trackFileBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock,
+		authBlock, trackFileBlock, trackProcessBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock,
 		udpCheckBlock, dnsCheckBlock, smtpCheckBlock, smtpHostBlock, sslBlock}
 }
 
@@ -126,7 +126,6 @@ var topBlock = &block[Config]{
 		"linkbeat_use_polling":     "directord follows netlink link state",
 		"linkbeat_interfaces":      "directord follows netlink link state",
 		"interface_up_down_delays": "",
-		"vrrp_track_process":       "",
 		"bfd_instance":             "",
 		"track_group":              "",
 		"static_ipaddress":         "directord only manages addresses that move with VRRP",
