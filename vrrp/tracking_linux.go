@@ -76,7 +76,13 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	if t.files, err = newFileWatch(cfg, trackedFiles(cfg), n.log); err != nil {
 		return nil, err
 	}
-	t.procs = newProcWatch(trackedProcesses(cfg), n.log, func() { n.retrack(time.Now()) })
+	t.procs = newProcWatch(trackedProcesses(cfg), n.log, func(changes []ProcChange) {
+		for _, c := range changes {
+			// keepalived: "Quorum gained/lost for tracked process NAME".
+			n.log.Info("vrrp tracked process", "track_process", c.Name, "quorum", c.Up, "processes", c.Count)
+		}
+		n.retrack(time.Now())
+	})
 	// Subscribed before the links are read: a change in between is not
 	// lost. This thread is in the instances' namespace (NewNode's rule).
 	if t.watch, err = openLinkWatch(); err != nil {

@@ -46,7 +46,8 @@ type ProcTracker struct {
 	procs    []*procCount          // in the configuration's order
 	byName   map[string]*procCount // by vrrp_track_process name
 	pids     map[int][]*procCount  // the counts each process is in
-	onChange func()
+	onChange func([]ProcChange)
+	pending  []ProcChange // changes not yet given to onChange
 	// UseComm and UseCmdline say which of a process's facts the blocks
 	// match: the shell reads only those.
 	UseComm, UseCmdline bool
@@ -68,9 +69,16 @@ type procCount struct {
 	forkGen, termGen uint64
 }
 
+// ProcChange is a block gaining (Up) or losing quorum.
+type ProcChange struct {
+	Name  string
+	Up    bool
+	Count int
+}
+
 // NewProcTracker tracks procs; onChange is called, with no lock held,
-// after a block gains or loses quorum (not for the initial Scan).
-func NewProcTracker(procs []*config.TrackProcess, onChange func()) *ProcTracker {
+// after blocks gain or lose quorum (not for the initial Scan).
+func NewProcTracker(procs []*config.TrackProcess, onChange func([]ProcChange)) *ProcTracker {
 	t := &ProcTracker{byName: map[string]*procCount{}, pids: map[int][]*procCount{}, onChange: onChange}
 	for _, p := range procs {
 		if t.byName[p.Name] != nil {
@@ -164,7 +172,6 @@ func (t *ProcTracker) scan(procs map[int]ProcInfo) {
 // loss after terminate_delay.
 func (t *ProcTracker) Rescan(procs map[int]ProcInfo) {
 	t.mu.Lock()
-	changed := false
 	clear(t.pids)
 	for _, c := range t.procs {
 		c.stopFork()
@@ -179,11 +186,11 @@ func (t *ProcTracker) Rescan(procs map[int]ProcInfo) {
 		case !in && c.cfg.TerminateDelay > 0:
 			t.startTerm(c)
 		default:
-			changed = t.update(c, in) || changed
+			t.update(c, in)
 		}
 	}
 	t.mu.Unlock()
-	t.notify(changed)
+	t.notify()
 }
 
 // Fork: a process that is counted forked child, which counts for the
@@ -191,28 +198,26 @@ func (t *ProcTracker) Rescan(procs map[int]ProcInfo) {
 // whose child is a process of its own).
 func (t *ProcTracker) Fork(parent, child int) {
 	t.mu.Lock()
-	changed := false
 	for _, c := range t.pids[parent] {
-		changed = t.add(child, c, byFork) || changed
+		t.add(child, c, byFork)
 	}
 	t.mu.Unlock()
-	t.notify(changed)
+	t.notify()
 }
 
 // Exec: pid ran a new program, info: it now counts for the blocks it
 // matches, and no longer for the others.
 func (t *ProcTracker) Exec(pid int, info ProcInfo) {
 	t.mu.Lock()
-	changed := false
 	for _, c := range t.procs {
 		if matchParams(c.cfg, c.params, info) {
-			changed = t.add(pid, c, byExec) || changed
+			t.add(pid, c, byExec)
 		} else {
-			changed = t.remove(pid, c, byExec) || changed
+			t.remove(pid, c, byExec)
 		}
 	}
 	t.mu.Unlock()
-	t.notify(changed)
+	t.notify()
 }
 
 // Comm: pid changed its comm (prctl PR_SET_NAME): the blocks that match
@@ -220,31 +225,29 @@ func (t *ProcTracker) Exec(pid int, info ProcInfo) {
 // are not concerned.
 func (t *ProcTracker) Comm(pid int, comm string) {
 	t.mu.Lock()
-	changed := false
 	for _, c := range t.procs {
 		if c.cfg.FullCommand {
 			continue
 		}
 		if comm == c.cfg.Process {
-			changed = t.add(pid, c, byExec) || changed
+			t.add(pid, c, byExec)
 		} else {
-			changed = t.remove(pid, c, byExec) || changed
+			t.remove(pid, c, byExec)
 		}
 	}
 	t.mu.Unlock()
-	t.notify(changed)
+	t.notify()
 }
 
 // Exit: pid ended.
 func (t *ProcTracker) Exit(pid int) {
 	t.mu.Lock()
-	changed := false
 	for _, c := range append([]*procCount(nil), t.pids[pid]...) {
-		changed = t.remove(pid, c, byExit) || changed
+		t.remove(pid, c, byExit)
 	}
 	delete(t.pids, pid)
 	t.mu.Unlock()
-	t.notify(changed)
+	t.notify()
 }
 
 // Up says whether the block name has quorum; ok is false for a block not
@@ -272,9 +275,14 @@ func (t *ProcTracker) Count(name string) int {
 	return 0
 }
 
-func (t *ProcTracker) notify(changed bool) {
-	if changed && t.onChange != nil {
-		t.onChange()
+// notify gives the pending changes to onChange, with no lock held.
+func (t *ProcTracker) notify() {
+	t.mu.Lock()
+	list := t.pending
+	t.pending = nil
+	t.mu.Unlock()
+	if len(list) > 0 && t.onChange != nil {
+		t.onChange(list)
 	}
 }
 
@@ -345,6 +353,7 @@ func (t *ProcTracker) update(c *procCount, up bool) bool {
 		return false
 	}
 	c.up = up
+	t.pending = append(t.pending, ProcChange{Name: c.cfg.Name, Up: up, Count: c.count})
 	return true
 }
 
@@ -372,9 +381,9 @@ func (t *ProcTracker) expire(c *procCount, fork bool, gen uint64) {
 	} else {
 		c.term = nil
 	}
-	changed := t.update(c, c.cfg.InQuorum(c.count))
+	t.update(c, c.cfg.InQuorum(c.count))
 	t.mu.Unlock()
-	t.notify(changed)
+	t.notify()
 }
 
 func (c *procCount) stopFork() {

@@ -101,7 +101,7 @@ func trackedProcesses(cfg *config.Config) []*config.TrackProcess {
 // newProcWatch subscribes to the process events and counts the running
 // processes. It returns nil when no block is tracked. That the events are
 // not available is no error: the blocks then never count a process.
-func newProcWatch(procs []*config.TrackProcess, log *slog.Logger, changed func()) *procWatch {
+func newProcWatch(procs []*config.TrackProcess, log *slog.Logger, changed func([]ProcChange)) *procWatch {
 	if len(procs) == 0 {
 		return nil
 	}
@@ -111,7 +111,7 @@ func newProcWatch(procs []*config.TrackProcess, log *slog.Logger, changed func()
 
 // newProcWatchFrom is newProcWatch with the connector's socket, or the
 // error that kept it from being had.
-func newProcWatchFrom(procs []*config.TrackProcess, log *slog.Logger, changed func(), conn *netlink.Conn, err error) *procWatch {
+func newProcWatchFrom(procs []*config.TrackProcess, log *slog.Logger, changed func([]ProcChange), conn *netlink.Conn, err error) *procWatch {
 	w := &procWatch{log: log, tr: NewProcTracker(procs, changed), acks: make(chan struct{}, 1), proc: "/proc"}
 	if err != nil {
 		log.Error("track_process: the kernel's process events are not available: no process is counted, as keepalived does (is directord in the host's network namespace, with CAP_NET_ADMIN?)", "err", err)

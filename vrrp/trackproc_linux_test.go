@@ -122,7 +122,7 @@ func TestProcWatchRealProcesses(t *testing.T) {
 	}
 	first := startProc(t, exec.Command(sleep, "1000"))
 	log := slog.New(slog.NewTextHandler(testWriter{t, "procs"}, nil))
-	w := newProcWatch(procs, log, func() {})
+	w := newProcWatch(procs, log, func([]ProcChange) {})
 	if w.conn == nil {
 		t.Fatal("no process events on the host")
 	}
@@ -192,7 +192,7 @@ func TestProcWatchWithoutEvents(t *testing.T) {
 		t.Fatal("the process events subscribed from inside a namespace")
 	}
 	t.Logf("inside a namespace: %v", err)
-	w := newProcWatchFrom([]*config.TrackProcess{{Name: "p", Process: name, Quorum: 1}}, slog.New(slog.NewTextHandler(testWriter{t, "procs"}, nil)), func() {}, nil, err)
+	w := newProcWatchFrom([]*config.TrackProcess{{Name: "p", Process: name, Quorum: 1}}, slog.New(slog.NewTextHandler(testWriter{t, "procs"}, nil)), func([]ProcChange) {}, nil, err)
 	defer w.close()
 	if up, ok := w.up("p"); up || !ok || w.tr.Count("p") != 0 {
 		t.Errorf("up %v (tracked %v) with %d processes, want down with none", up, ok, w.tr.Count("p"))

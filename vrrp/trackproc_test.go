@@ -58,7 +58,7 @@ func procCfg(name, process string, quorum int, quorumMax int, term, fork time.Du
 func trackerCase(t *testing.T, procs []*config.TrackProcess, f func(tr *ProcTracker, changes *atomic.Int32)) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes atomic.Int32
-		tr := NewProcTracker(procs, func() { changes.Add(1) })
+		tr := NewProcTracker(procs, func(c []ProcChange) { changes.Add(int32(len(c))) })
 		defer tr.Stop()
 		f(tr, &changes)
 	})
