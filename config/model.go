@@ -58,6 +58,12 @@ type Global struct {
 	ScriptUser  string `json:"script_user,omitempty"`
 	ScriptGroup string `json:"script_group,omitempty"`
 
+	// ProcessMonitorRcvBufs is the receive buffer of the process events
+	// socket of vrrp_track_process (0: the kernel's default), set past
+	// the kernel's rmem_max with ProcessMonitorRcvBufsForce.
+	ProcessMonitorRcvBufs      uint32 `json:"process_monitor_rcv_bufs,omitempty"`
+	ProcessMonitorRcvBufsForce bool   `json:"process_monitor_rcv_bufs_force,omitempty"`
+
 	SyncDaemon     *SyncDaemon  `json:"lvs_sync_daemon,omitempty"`
 	LVSTimeouts    *LVSTimeouts `json:"lvs_timeouts,omitempty"`
 	LVSFlush       bool         `json:"lvs_flush"`

@@ -76,7 +76,7 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	if t.files, err = newFileWatch(cfg, trackedFiles(cfg), n.log); err != nil {
 		return nil, err
 	}
-	t.procs = newProcWatch(trackedProcesses(cfg), n.log, func(changes []ProcChange) {
+	t.procs = newProcWatch(trackedProcesses(cfg), &cfg.Global, n.log, func(changes []ProcChange) {
 		for _, c := range changes {
 			// keepalived: "Quorum gained/lost for tracked process NAME".
 			n.log.Info("vrrp tracked process", "track_process", c.Name, "quorum", c.Up, "processes", c.Count)

@@ -42,13 +42,18 @@ import (
 // netlink messages (type NLMSG_DONE, not multipart) whose payload is a
 // cn_msg and a proc_event, decoded here; when the kernel dropped events
 // for want of room (ENOBUFS) the socket stays joined, its buffer is
-// doubled and /proc is read afresh a second later, as keepalived does.
+// doubled (SO_RCVBUF, which the kernel's net.core.rmem_max bounds, or
+// with process_monitor_rcv_bufs_force SO_RCVBUFFORCE) and /proc is read
+// afresh a second later, as keepalived does.
 type procWatch struct {
 	log  *slog.Logger
 	tr   *ProcTracker
 	conn *netlink.Conn // nil: the kernel's process events are not available
-	acks chan struct{} // the kernel answered the subscription
-	mu   sync.Mutex
+	// force: set the buffer with SO_RCVBUFFORCE
+	// (process_monitor_rcv_bufs_force).
+	force bool
+	acks  chan struct{} // the kernel answered the subscription
+	mu    sync.Mutex
 	// rescan is the pending rescan after lost events.
 	rescan  *time.Timer
 	proc    string // /proc
@@ -101,12 +106,14 @@ func trackedProcesses(cfg *config.Config) []*config.TrackProcess {
 // newProcWatch subscribes to the process events and counts the running
 // processes. It returns nil when no block is tracked. That the events are
 // not available is no error: the blocks then never count a process.
-func newProcWatch(procs []*config.TrackProcess, log *slog.Logger, changed func([]ProcChange)) *procWatch {
+func newProcWatch(procs []*config.TrackProcess, g *config.Global, log *slog.Logger, changed func([]ProcChange)) *procWatch {
 	if len(procs) == 0 {
 		return nil
 	}
-	conn, err := dialProcEvents()
-	return newProcWatchFrom(procs, log, changed, conn, err)
+	conn, err := dialProcEvents(int(g.ProcessMonitorRcvBufs), g.ProcessMonitorRcvBufsForce, log)
+	w := newProcWatchFrom(procs, log, changed, conn, err)
+	w.force = g.ProcessMonitorRcvBufsForce
+	return w
 }
 
 // newProcWatchFrom is newProcWatch with the connector's socket, or the
@@ -125,7 +132,7 @@ func newProcWatchFrom(procs []*config.TrackProcess, log *slog.Logger, changed fu
 
 // dialProcEvents opens the connector socket in the namespace directord
 // started in (see procWatch) and subscribes.
-func dialProcEvents() (*netlink.Conn, error) {
+func dialProcEvents(rcvBuf int, force bool, log *slog.Logger) (*netlink.Conn, error) {
 	type result struct {
 		c   *netlink.Conn
 		err error
@@ -134,7 +141,7 @@ func dialProcEvents() (*netlink.Conn, error) {
 	go func() {
 		// A goroutine of its own, not locked: its thread is not the
 		// caller's, which may be in the instances' namespace.
-		c, err := dialProcEventsHere()
+		c, err := dialProcEventsHere(rcvBuf, force, log)
 		ch <- result{c, err}
 	}()
 	r := <-ch
@@ -142,11 +149,18 @@ func dialProcEvents() (*netlink.Conn, error) {
 }
 
 // dialProcEventsHere opens and subscribes on the calling thread's
-// namespace.
-func dialProcEventsHere() (*netlink.Conn, error) {
+// namespace, with global_defs' process_monitor_rcv_bufs (0: the
+// kernel's default) set first, as keepalived's init_track_processes.
+func dialProcEventsHere(rcvBuf int, force bool, log *slog.Logger) (*netlink.Conn, error) {
 	c, err := netlink.Dial(unix.NETLINK_CONNECTOR, &netlink.Config{Groups: cnIdxProc})
 	if err != nil {
 		return nil, fmt.Errorf("open the process events connector: %w", err)
+	}
+	if rcvBuf > 0 {
+		if err := setRcvBuf(c, rcvBuf, force); err != nil {
+			// keepalived logs it and goes on.
+			log.Warn("track_process: cannot set process_monitor_rcv_bufs", "size", rcvBuf, "force", force, "err", err)
+		}
 	}
 	if err := setProcListen(c, true); err != nil {
 		c.Close()
@@ -299,26 +313,50 @@ func (w *procWatch) event(ev procEvent) {
 // lost: the kernel dropped events. keepalived doubles the socket's
 // buffer and reads /proc again a second later, letting things settle.
 func (w *procWatch) lost() {
-	if rc, err := w.conn.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) {
-			n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
-			if err != nil {
-				return
-			}
-			// The kernel reports twice what was set: setting what it
-			// reports doubles the room.
-			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n) != nil {
-				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, n)
-			}
-		})
+	// keepalived doubles what the kernel reports (twice what was set),
+	// with SO_RCVBUFFORCE when process_monitor_rcv_bufs_force, and
+	// advises the size for the configuration.
+	n, err := rcvBuf(w.conn)
+	if err == nil {
+		err = setRcvBuf(w.conn, 2*n, w.force)
 	}
-	w.log.Warn("track_process: process events lost: reading /proc again in a second", "wait", procRescanWait.String())
+	w.log.Warn("track_process: process events lost: reading /proc again in a second", "wait", procRescanWait.String(),
+		"process_monitor_rcv_bufs", 2*n, "err", err)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.rescan != nil {
 		w.rescan.Stop()
 	}
 	w.rescan = time.AfterFunc(procRescanWait, func() { w.tr.Rescan(w.readProcs()) })
+}
+
+func rcvBuf(c *netlink.Conn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var serr error
+	if err := rc.Control(func(fd uintptr) { n, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) }); err != nil {
+		return 0, err
+	}
+	return n, serr
+}
+
+func setRcvBuf(c *netlink.Conn, n int, force bool) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	opt := unix.SO_RCVBUF
+	if force {
+		opt = unix.SO_RCVBUFFORCE
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, n) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // readProcs reads every process of /proc as keepalived's read_procs.

@@ -103,7 +103,8 @@ func endProc(t *testing.T, cmd *exec.Cmd) {
 }
 
 // TestProcWatchRealProcesses: real processes counted by comm and by
-// command line: one running before the watch is found by the scan; an
+// command line, on a socket with process_monitor_rcv_bufs (forced): one
+// running before the watch is found by the scan; an
 // exec, a fork (a subshell, which runs no new program) and an exit are
 // followed through the kernel's process events; fork_delay holds off
 // the gain a fork makes.
@@ -122,9 +123,13 @@ func TestProcWatchRealProcesses(t *testing.T) {
 	}
 	first := startProc(t, exec.Command(sleep, "1000"))
 	log := slog.New(slog.NewTextHandler(testWriter{t, "procs"}, nil))
-	w := newProcWatch(procs, log, func([]ProcChange) {})
+	w := newProcWatch(procs, &config.Global{ProcessMonitorRcvBufs: 1 << 20, ProcessMonitorRcvBufsForce: true}, log, func([]ProcChange) {})
 	if w.conn == nil {
 		t.Fatal("no process events on the host")
+	}
+	// The kernel reports twice what was set.
+	if n, err := rcvBuf(w.conn); err != nil || n != 2<<20 {
+		t.Errorf("receive buffer %d (%v), want process_monitor_rcv_bufs 1 MiB", n, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -183,7 +188,7 @@ func TestProcWatchWithoutEvents(t *testing.T) {
 	startProc(t, exec.Command(sleep, "1000"))
 	var err error
 	ns.Do(t, func() {
-		c, derr := dialProcEventsHere()
+		c, derr := dialProcEventsHere(0, false, nil)
 		if err = derr; err == nil {
 			c.Close()
 		}
