@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,5 +203,60 @@ func TestProcWatchWithoutEvents(t *testing.T) {
 	defer w.close()
 	if up, ok := w.up("p"); up || !ok || w.tr.Count("p") != 0 {
 		t.Errorf("up %v (tracked %v) with %d processes, want down with none", up, ok, w.tr.Count("p"))
+	}
+}
+
+// lockedBuffer collects a log for a test to read.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+	t  *testing.T
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.t.Logf("procs: %s", strings.TrimSpace(string(p)))
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestProcWatchLostEvents: with the smallest receive buffer and no one
+// reading, a burst of processes overflows it and the events of the
+// tracked process started after the burst are lost; the reader, told
+// ENOBUFS, reads /proc again and counts it.
+func TestProcWatchLostEvents(t *testing.T) {
+	nstest.RequireRoot(t)
+	dir := t.TempDir()
+	name := fmt.Sprintf("ddtl%d", os.Getpid()%1000000)
+	sleep := trackedCopy(t, dir, "/bin/sleep", name)
+	logs := &lockedBuffer{t: t}
+	w := newProcWatch([]*config.TrackProcess{{Name: "p", Process: name, Quorum: 1}},
+		&config.Global{ProcessMonitorRcvBufs: 1, ProcessMonitorRcvBufsForce: true}, slog.New(slog.NewTextHandler(logs, nil)), func([]ProcChange) {})
+	if w.conn == nil {
+		t.Fatal("no process events on the host")
+	}
+	defer w.close()
+	for range 50 {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startProc(t, exec.Command(sleep, "1000"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	nstest.WaitFor(t, 10*time.Second, "the process counted after the rescan", func() bool {
+		up, _ := w.up("p")
+		return up && w.tr.Count("p") == 1
+	})
+	if !strings.Contains(logs.String(), "process events lost") {
+		t.Error("no warning of lost events")
 	}
 }
