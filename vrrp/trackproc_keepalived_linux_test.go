@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,7 +25,9 @@ import (
 // processes, and compares the count of each vrrp_track_process: by comm,
 // by argv[0] (given as the program's path, or as a bare name), with
 // exact, partial and initial parameters, and names longer than the
-// kernel's comm. keepalived must run in the host's namespace to follow
+// kernel's comm; first from the scan, then after process events (an
+// exit, an exec, a shell renaming itself through /proc/self/comm and
+// forking a subshell). keepalived must run in the host's namespace to follow
 // processes (Debian's build has no net_namespace, with which it would
 // open its socket before entering one): its instance is on the host's
 // end of a veth pair made for the test, left down and without address,
@@ -56,11 +59,17 @@ func TestTrackProcessCountsAsKeepalived(t *testing.T) {
 		startProc(t, cmd)
 	}
 	run(prog, "", "1000")
-	run(prog, "", "1000", "2000")
+	twoArgs := exec.Command(prog, "1000", "2000")
+	startProc(t, twoArgs)
 	run(prog, "", "100")
 	run(prog, short, "3000") // argv[0] a bare name
 	run(longProg, "", "1000")
+	shName := fmt.Sprintf("ddts%d", id)
+	newName := fmt.Sprintf("ddtn%d", id)
+	sh := trackedCopy(t, dir, "/bin/bash", shName)
 	blocks := map[string]string{
+		"shell":        "process " + shName,
+		"renamed":      "process " + newName,
 		"comm":         "process " + short,
 		"path_as_comm": "process " + prog,
 		"argv0_path":   "process " + prog + "\n    full_command",
@@ -103,39 +112,84 @@ func TestTrackProcessCountsAsKeepalived(t *testing.T) {
 		}
 	}()
 
-	// keepalived's counts, once its VRRP process has read /proc.
+	// keepalived's counts, from a fresh dump.
 	dump := filepath.Join(kdir, "keepalived.data")
-	var kcounts map[string]int
-	nstest.WaitFor(t, 20*time.Second, "keepalived's data dump", func() bool {
+	keepalivedCounts := func() map[string]int {
 		if _, err := os.Stat(filepath.Join(kdir, "v.pid")); err != nil {
-			return false
+			return nil
 		}
 		os.Remove(dump)
 		syscall.Kill(ka.Process.Pid, syscall.SIGUSR1)
-		deadline := time.Now().Add(2 * time.Second)
-		for time.Now().Before(deadline) {
-			b, err := os.ReadFile(dump)
-			if err == nil && strings.Contains(string(b), "VRRP Topology") {
-				kcounts = keepalivedProcessCounts(string(b))
-				return len(kcounts) == len(blocks)
+		for range 40 {
+			if b, err := os.ReadFile(dump); err == nil && strings.Contains(string(b), "VRRP Topology") {
+				return keepalivedProcessCounts(string(b))
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // polling for the file keepalived writes
 		}
-		return false
-	})
-
+		return nil
+	}
 	cfg, diags := config.Parse("/k.conf", conf.String()+inst, nil, config.Options{Hostname: "h"})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	w := newProcWatch(trackedProcesses(cfg), &cfg.Global, slog.New(slog.NewTextHandler(testWriter{t, "procs"}, nil)), func([]ProcChange) {})
-	defer w.close()
-	for name := range blocks {
-		if got, want := w.tr.Count(name), kcounts[name]; got != want {
-			t.Errorf("%s (%s): directord counts %d, keepalived %d", name, strings.ReplaceAll(blocks[name], "\n    ", "; "), got, want)
+	var w *procWatch
+	// compare waits for keepalived's counts to be ready (its events
+	// handled) and directord's to agree with them.
+	compare := func(what string, ready func(map[string]int) bool) {
+		t.Helper()
+		var last map[string]int
+		agree := func() bool {
+			last = keepalivedCounts()
+			if len(last) != len(blocks) || !ready(last) {
+				return false
+			}
+			if w == nil {
+				w = newProcWatch(trackedProcesses(cfg), &cfg.Global, slog.New(slog.NewTextHandler(testWriter{t, "procs"}, nil)), func([]ProcChange) {})
+			}
+			for name := range blocks {
+				if w.tr.Count(name) != last[name] {
+					return false
+				}
+			}
+			return true
 		}
+		deadline := time.Now().Add(15 * time.Second)
+		for !agree() && time.Now().Before(deadline) {
+		}
+		for name := range blocks {
+			if w == nil || w.tr.Count(name) != last[name] {
+				got := -1
+				if w != nil {
+					got = w.tr.Count(name)
+				}
+				t.Errorf("%s: %s (%s): directord counts %d, keepalived %d", what, name, strings.ReplaceAll(blocks[name], "\n    ", "; "), got, last[name])
+			}
+		}
+		t.Logf("%s: keepalived's counts: %v", what, last)
 	}
-	t.Logf("keepalived's counts: %v", kcounts)
+	compare("the scan", func(map[string]int) bool { return true })
+	if w == nil {
+		return
+	}
+	defer w.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	// Events: an exit, an exec, a rename, and a fork of the renamed.
+	endProc(t, twoArgs)
+	run(prog, "", "1000")
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer wr.Close()
+	cmd := exec.Command(sh, "-c", "printf %s "+newName+" > /proc/$$/comm; ( read y <&3 ) & read x <&3")
+	cmd.ExtraFiles = []*os.File{r}
+	startProc(t, cmd)
+	compare("after the events", func(k map[string]int) bool { return k["exact2"] == 0 && k["exact"] == 2 && k["renamed"] == 2 })
 }
 
 var (
