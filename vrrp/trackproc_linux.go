@@ -75,6 +75,7 @@ const (
 
 	cnMsgLen       = 20 // struct cn_msg: id (idx, val), seq, ack, len, flags
 	procEventHdr   = 16 // struct proc_event: what, cpu, timestamp_ns
+	commLen        = 15 // TASK_COMM_LEN, its NUL left out
 	procRescanWait = time.Second
 	procAckWait    = 100 * time.Millisecond
 )
@@ -230,7 +231,9 @@ func parseProcEvent(b []byte) (ev procEvent, ok bool) {
 		if len(d) < 8+16 {
 			return ev, false
 		}
-		name, _, _ := bytes.Cut(d[8:8+16], []byte{0})
+		// The kernel ends it with a NUL within its 16 bytes; one that
+		// does not is cut to the 15 characters a comm has.
+		name, _, _ := bytes.Cut(d[8:8+commLen], []byte{0})
 		ev.comm = string(name)
 	}
 	// An acknowledgement is a PROC_EVENT_NONE, and nothing else is.

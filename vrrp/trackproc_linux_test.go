@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/fuzztest"
 	"github.com/directord/directord/internal/nstest"
 )
 
@@ -42,17 +44,18 @@ func procEventBytes(what uint32, ack uint32, data ...uint32) []byte {
 	return b
 }
 
-// TestParseProcEvent: the connector's payloads decoded, and what is not a
-// process event left out.
-func TestParseProcEvent(t *testing.T) {
+type procEventCase struct {
+	name string
+	b    []byte
+	want procEvent
+	ok   bool
+}
+
+// procEventCases are connector payloads with their decoding.
+func procEventCases() []procEventCase {
 	comm := procEventBytes(procEventComm, 0, 7, 7)
 	comm = append(comm, "worker\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"...)
-	tests := []struct {
-		name string
-		b    []byte
-		want procEvent
-		ok   bool
-	}{
+	return []procEventCase{
 		{"the kernel's acknowledgement", procAck, procEvent{what: procEventNone, ack: true}, true},
 		{"fork", procEventBytes(procEventFork, 0, 10, 10, 11, 11), procEvent{what: procEventFork, ppid: 10, ptgid: 10, pid: 11, tgid: 11}, true},
 		{"a thread", procEventBytes(procEventFork, 0, 10, 10, 12, 10), procEvent{what: procEventFork, ppid: 10, ptgid: 10, pid: 12, tgid: 10}, true},
@@ -65,12 +68,58 @@ func TestParseProcEvent(t *testing.T) {
 		{"short fork", procEventBytes(procEventFork, 0, 10, 10), procEvent{}, false},
 		{"another connector", append([]byte{2}, procAck[1:]...), procEvent{}, false},
 	}
-	for _, tt := range tests {
+}
+
+// TestParseProcEvent: the connector's payloads decoded, and what is not a
+// process event left out.
+func TestParseProcEvent(t *testing.T) {
+	for _, tt := range procEventCases() {
 		got, ok := parseProcEvent(tt.b)
 		if ok != tt.ok || ok && got != tt.want {
 			t.Errorf("%s: parseProcEvent = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
 		}
 	}
+}
+
+// FuzzProcEvent feeds any payload to the decoder, and what it decodes
+// to a tracker, as the reader does; the known cases must decode as
+// TestParseProcEvent says.
+func FuzzProcEvent(f *testing.F) {
+	cases := procEventCases()
+	for _, c := range cases {
+		f.Add(c.b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzztest.Bound(t)
+		ev, ok := parseProcEvent(b)
+		for _, c := range cases {
+			if bytes.Equal(c.b, b) && (ok != c.ok || ok && ev != c.want) {
+				t.Fatalf("known %q: %+v, %v; want %+v, %v", c.name, ev, ok, c.want, c.ok)
+			}
+		}
+		if !ok {
+			return
+		}
+		if len(ev.comm) > 15 {
+			t.Fatalf("comm %q longer than the kernel's", ev.comm)
+		}
+		tr := NewProcTracker([]*config.TrackProcess{{Name: "p", Process: "worker", Quorum: 1}}, nil)
+		tr.Scan(map[int]ProcInfo{ev.ptgid: {Comm: "worker"}})
+		switch ev.what {
+		case procEventFork:
+			tr.Fork(ev.ptgid, ev.tgid)
+		case procEventExec:
+			tr.Exec(ev.tgid, ProcInfo{Comm: "worker"})
+		case procEventComm:
+			tr.Comm(ev.tgid, ev.comm)
+		case procEventExit:
+			tr.Exit(ev.tgid)
+		}
+		if n := tr.Count("p"); n < 0 || n > 2 {
+			t.Fatalf("%+v: count %d", ev, n)
+		}
+		tr.Stop()
+	})
 }
 
 // trackedCopy copies a program to dir under name, for processes whose
