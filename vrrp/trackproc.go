@@ -128,18 +128,25 @@ func matchParams(p *config.TrackProcess, params []byte, info ProcInfo) bool {
 	if !p.FullCommand {
 		return info.Comm == p.Process
 	}
-	argv0, rest, _ := bytes.Cut(info.Cmdline, []byte{0})
+	argv0, rest, found := bytes.Cut(info.Cmdline, []byte{0})
 	if string(argv0) != p.Process {
 		return false
 	}
-	switch p.ParamMatch {
-	case "":
+	switch {
+	case p.ParamMatch == "":
 		return true
-	case "exact":
+	case !found:
+		// A command line without its NUL (a program that rewrote it):
+		// keepalived's length of the arguments is then (size_t)-1, no
+		// exact match, and a prefix that must be longer than anything.
+		return p.ParamMatch != "exact" && len(params) == 0
+	case len(rest) < len(params):
+		return false
+	case p.ParamMatch == "exact":
 		return bytes.Equal(rest, params)
-	case "partial":
+	case p.ParamMatch == "partial":
 		return bytes.HasPrefix(rest, params)
-	case "initial":
+	case p.ParamMatch == "initial":
 		return len(params) <= 1 || bytes.HasPrefix(rest, params[:len(params)-1])
 	}
 	return false

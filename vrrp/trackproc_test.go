@@ -36,6 +36,10 @@ func TestMatchProcess(t *testing.T) {
 		{"partial: from the first argument", config.TrackProcess{Process: "/usr/bin/java", Params: []string{"app.jar"}, ParamMatch: "partial", FullCommand: true}, java, false},
 		{"initial: the last word's start", config.TrackProcess{Process: "/usr/bin/java", Params: []string{"-jar", "app"}, ParamMatch: "initial", FullCommand: true}, java, true},
 		{"initial: not an earlier word's", config.TrackProcess{Process: "/usr/bin/java", Params: []string{"-j", "app.jar"}, ParamMatch: "initial", FullCommand: true}, java, false},
+		{"initial: the arguments at least as long as the parameters", config.TrackProcess{Process: "x", Params: []string{"ab"}, ParamMatch: "initial", FullCommand: true}, ProcInfo{Cmdline: []byte("x\x00ab")}, false},
+		{"no NUL after argv[0]: no exact match", config.TrackProcess{Process: "x", ParamMatch: "exact", FullCommand: true}, ProcInfo{Cmdline: []byte("x")}, false},
+		{"no NUL after argv[0]: partial without parameters", config.TrackProcess{Process: "x", ParamMatch: "partial", FullCommand: true}, ProcInfo{Cmdline: []byte("x")}, true},
+		{"no NUL after argv[0]: full command", config.TrackProcess{Process: "x", FullCommand: true}, ProcInfo{Cmdline: []byte("x")}, true},
 		{"a zombie's empty command line", config.TrackProcess{Process: "/usr/bin/java", FullCommand: true}, ProcInfo{Comm: "java"}, false},
 	}
 	for _, tt := range tests {
