@@ -448,23 +448,7 @@ next:
 // as keepalived's initialise_process_tracking_priorities and
 // process_update_track_process_status do it: weight 0 is a fault without
 // quorum (with quorum, reversed); a positive weight is added with quorum,
-// a negative one without, both negated when reversed.
+// a negative one without, both negated when reversed (Effective's rule).
 func processTracked(u config.TrackProcessUse, up bool) Tracked {
-	if u.Weight == 0 {
-		return Tracked{Weight: 0, Reverse: u.Reverse, Good: up}
-	}
-	d := 0
-	if (u.Weight > 0) == up {
-		d = u.Weight
-	}
-	if u.Reverse {
-		d = -d
-	}
-	switch {
-	case d > 0:
-		return Tracked{Weight: d, Good: true}
-	case d < 0:
-		return Tracked{Weight: d, Good: false}
-	}
-	return Tracked{Weight: 1, Good: false} // adds nothing
+	return Tracked{Weight: u.Weight, Reverse: u.Reverse, Good: up}
 }
