@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -78,4 +79,67 @@ func TestTrackProcessFault(t *testing.T) {
 	nstest.WaitFor(t, 10*time.Second, "directord in fault, keepalived master again", func() bool {
 		return nd.state(t) == Fault && !a.HasAddr(t, "dda", "192.0.2.100") && b.HasAddr(t, "ddb", "192.0.2.100")
 	})
+}
+
+// TestTrackProcessSyncGroup: a sync group's track_process (weight 0)
+// holds both members in FAULT while the process is missing, keepalived
+// holding both VIPs, and lets both take them when it runs.
+func TestTrackProcessSyncGroup(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-tpg-a")
+	b := nstest.New(t, "dd-tpg-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	dir := t.TempDir()
+	name := fmt.Sprintf("ddtg%d", os.Getpid()%1000000)
+	sleep := trackedCopy(t, dir, "/bin/sleep", name)
+	pair := func(iface string, prio int, track string) string {
+		return fmt.Sprintf(`vrrp_sync_group G {
+    group {
+        VI_1
+        VI_2
+    }
+    %[3]s
+}
+vrrp_instance VI_1 {
+    interface %[1]s
+    virtual_router_id 51
+    priority %[2]d
+    advert_int 1
+    virtual_ipaddress {
+        192.0.2.100/24
+    }
+}
+vrrp_instance VI_2 {
+    interface %[1]s
+    virtual_router_id 52
+    priority %[2]d
+    advert_int 1
+    virtual_ipaddress {
+        192.0.2.200/24
+    }
+}
+`, iface, prio, track)
+	}
+	conf := fmt.Sprintf("vrrp_track_process tp {\n    process %s\n}\n", name) + pair("dda", 150, "track_process {\n        tp\n    }")
+	nstest.Keepalived(t, b, pair("ddb", 100, ""))
+	nd := startNode(t, a, conf)
+	both := func(ns *nstest.NS, ifn string) bool {
+		return ns.HasAddr(t, ifn, "192.0.2.100") && ns.HasAddr(t, ifn, "192.0.2.200")
+	}
+	states := func(want State) bool {
+		st, err := nd.n.Status(context.Background())
+		if err != nil || len(st) != 2 {
+			t.Fatalf("status: %v", err)
+		}
+		return st[0].State == want && st[1].State == want
+	}
+	nstest.WaitFor(t, 10*time.Second, "both members in FAULT, keepalived holding both", func() bool {
+		return states(Fault) && both(b, "ddb")
+	})
+	p := startProc(t, exec.Command(sleep, "1000"))
+	nstest.WaitFor(t, 10*time.Second, "both members master", func() bool {
+		return states(Master) && both(a, "dda") && !b.HasAddr(t, "ddb", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.200")
+	})
+	endProc(t, p)
+	nstest.WaitFor(t, 10*time.Second, "both in FAULT again", func() bool { return states(Fault) && both(b, "ddb") })
 }
