@@ -129,3 +129,14 @@ func TestTrackProcessUses(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackProcessWithoutVRRPPrefix: a top-level "track_process NAME {
+// }" is unknown to keepalived too, which ignores it; the warning points
+// to vrrp_track_process rather than to the instance's track_process.
+func TestTrackProcessWithoutVRRPPrefix(t *testing.T) {
+	_, diags := Parse("/k.conf", "track_process chk {\n process haproxy\n}\n", nil, Options{})
+	want := `/k.conf:1: warning: track_process: unknown keyword in the top level, ignored as keepalived does; did you mean "vrrp_track_process"?`
+	if got := strings.TrimSpace(diags.String()); got != want {
+		t.Errorf("diagnostics:\n%s\nwant:\n%s", got, want)
+	}
+}
