@@ -32,7 +32,7 @@ type ProcInfo struct {
 type procHow uint8
 
 const (
-	byExec procHow = iota // exec, comm change, or the scan
+	byExec procHow = iota // an exec or a change of comm
 	byFork
 	byExit
 )
