@@ -256,6 +256,7 @@ func (d *decoder) trackProcessUses(n *Node, owner string, have []TrackProcessUse
 // group members nor drops them for an address owner, whose priority a
 // weight never moves.)
 func (d *decoder) resolveTrackProcesses() {
+	d.trackProcessNamespace()
 	for _, m := range d.procMisses {
 		later := ""
 		for _, p := range d.cfg.TrackProcesses {
@@ -291,4 +292,28 @@ type procMiss struct {
 	pos         Pos
 	owner, name string
 	known       []string
+}
+
+// trackProcessNamespace warns of net_namespace (not supported: directord
+// is run inside the namespace instead) beside tracked processes:
+// keepalived subscribes to the process events before it enters the
+// namespace, and tracks processes there; from inside the namespace
+// directord cannot (the kernel's connector lives in the host's).
+func (d *decoder) trackProcessNamespace() {
+	tracked := false
+	for _, in := range d.cfg.Instances {
+		tracked = tracked || len(in.TrackProcesses) > 0
+	}
+	for _, g := range d.cfg.SyncGroups {
+		tracked = tracked || len(g.TrackProcesses) > 0
+	}
+	if !tracked {
+		return
+	}
+	for _, dg := range d.rep.diags {
+		if dg.Unsupported && dg.Keyword == "net_namespace" {
+			d.rep.warnf(dg.Pos, dg.Keyword, "with vrrp_track_process: keepalived follows processes from inside its net_namespace, directord run inside the namespace cannot (no process is counted)")
+			return
+		}
+	}
 }
