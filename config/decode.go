@@ -19,6 +19,9 @@ type decoder struct {
 	// that a reference to a block that had its own error is not reported
 	// again as a reference to nothing.
 	names map[string]map[string]bool
+	// procMisses are track_process entries naming no vrrp_track_process
+	// defined before them (decode_trackproc.go).
+	procMisses []procMiss
 }
 
 func (d *decoder) declared(kind, name string) {
@@ -98,6 +101,10 @@ func (d *decoder) unknown(n *Node, where string, known []string, top bool) {
 	hint := ""
 	if s := suggest(n.Keyword, known); s != "" {
 		hint = fmt.Sprintf("; did you mean %q?", s)
+	} else if v := "vrrp_" + n.Keyword; top && n.Block && topNames()[v] {
+		// "track_process NAME { ... }": the block is vrrp_track_process,
+		// the name without vrrp_ is what instances write inside.
+		hint = fmt.Sprintf("; did you mean %q?", v)
 	} else if home := keywordHome(n.Keyword); home != "" && home != where {
 		hint = fmt.Sprintf("; it belongs in %s", home)
 	}

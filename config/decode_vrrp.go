@@ -252,7 +252,6 @@ var instanceBlock = &block[Instance]{
 		"vmac_xmit_base":             "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
-		"track_process":              "use track_script",
 		"track_bfd":                  "",
 		"virtual_rules":              "",
 		"notify_master_rx_lower_pri": "",
@@ -388,8 +387,7 @@ var syncGroupBlock = &block[SyncGroup]{
 		},
 	},
 	unsupported: map[string]string{
-		"track_process": "use track_script",
-		"track_bfd":     "",
+		"track_bfd": "",
 	},
 }
 
