@@ -410,7 +410,7 @@ func (d *decoder) trackInterfaces(n *Node) []TrackInterface {
 	d.want(n, 0, 0)
 	var out []TrackInterface
 	d.lines(n, func(c *Node) {
-		t := TrackInterface{Name: c.Keyword}
+		t := TrackInterface{Name: c.Keyword, pos: c.Pos}
 		w, rev, ok := d.trackWeight(c, []string{"reverse"})
 		if !ok {
 			return

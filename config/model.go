@@ -249,6 +249,7 @@ type TrackInterface struct {
 	Name    string `json:"name"`
 	Weight  int    `json:"weight"`
 	Reverse bool   `json:"reverse,omitempty"`
+	pos     Pos
 }
 
 // TrackScript is one track_script entry; Weight is the script's own unless
