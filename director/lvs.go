@@ -110,7 +110,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 	}
 	l := &LVS{
 		k: k, log: log, cfg: cfg, pools: pools,
-		rec:      ipvs.NewReconciler(k, log),
+		rec:      ipvs.NewReconciler(k),
 		syncd:    NewSyncDaemons(k, cfg.Global.SyncDaemon, log),
 		Resync:   30 * time.Second,
 		RetryMin: time.Second,

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -375,4 +376,62 @@ virtual_server 192.0.2.1 80 {
 	if strings.Join(got, "\n") != strings.Join(wantS, "\n") {
 		t.Errorf("mails:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantS, "\n"))
 	}
+}
+
+// records keeps the log's records, for tests of what is logged.
+type records struct {
+	mu sync.Mutex
+	rs []slog.Record
+}
+
+func (h *records) Enabled(context.Context, slog.Level) bool { return true }
+func (h *records) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *records) WithGroup(string) slog.Handler            { return h }
+func (h *records) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rs = append(h.rs, r.Clone())
+	return nil
+}
+
+// withErr are the messages of the records with an error among their
+// attributes, whatever its key.
+func (h *records) withErr() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.rs {
+		r.Attrs(func(a slog.Attr) bool {
+			if _, ok := a.Value.Any().(error); ok {
+				out = append(out, r.Message)
+				return false
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// TestLVSLogsAFailureOnce: the kernel refusing a change is logged once,
+// where the LVS decides to try again, not also by the reconciler.
+func TestLVSLogsAFailureOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		k.breaks(true)
+		h := &records{}
+		l, err := NewLVS(parse(t, lvsConf), k, slog.New(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- l.Run(ctx) }()
+		synctest.Wait() // the first try, failed, and its backoff started
+		cancel()
+		<-done
+		want := []string{"ipvs: programming the kernel failed; trying again"}
+		if got := h.withErr(); k.Calls("Apply") != 1 || !reflect.DeepEqual(got, want) {
+			t.Errorf("%d tries logged %q, want 1 logged %q", k.Calls("Apply"), got, want)
+		}
+	})
 }

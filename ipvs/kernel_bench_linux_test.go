@@ -41,7 +41,7 @@ func loadedTable(b *testing.B) (ipvs.Table, *nstest.NS, *ipvs.Reconciler) {
 	want := bigTable(1000, 10)
 	s, ns, c := benchNS(b)
 	b.Cleanup(s.Close)
-	r := ipvs.NewReconciler(c, nil)
+	r := ipvs.NewReconciler(c)
 	if _, err := r.Sync(want); err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func BenchmarkKernelFullApply(b *testing.B) {
 		s, _, c := benchNS(b)
 		b.StartTimer()
 		start := time.Now()
-		res, err := ipvs.NewReconciler(c, nil).Sync(want)
+		res, err := ipvs.NewReconciler(c).Sync(want)
 		ours += time.Since(start)
 		if err != nil || len(res.Ops) != 11000 {
 			b.Fatalf("%v, %d ops", err, len(res.Ops))

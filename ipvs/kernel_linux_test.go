@@ -261,7 +261,7 @@ func TestKernelSyncDaemons(t *testing.T) {
 func TestKernelApplyBatches(t *testing.T) {
 	c, ns := kernelClient(t)
 	want := bigTable(100, 10) // 1,100 operations: five batches
-	r := ipvs.NewReconciler(c, nil)
+	r := ipvs.NewReconciler(c)
 	res, err := r.Sync(want)
 	must(t, err)
 	if len(res.Ops) != 1100 {
@@ -293,7 +293,7 @@ func TestKernelReconcilerIdempotentAndRepairs(t *testing.T) {
 
 	want := table(svc("192.0.2.1:80", "wrr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 2),
 		svc("192.0.2.1:443", "rr"), dest("10.0.0.1:443", 1))
-	r := ipvs.NewReconciler(c, nil)
+	r := ipvs.NewReconciler(c)
 	_, err := r.Sync(want)
 	must(t, err)
 	all := []string{
@@ -315,7 +315,7 @@ func TestKernelReconcilerIdempotentAndRepairs(t *testing.T) {
 		t.Errorf("second sync: %q", kinds(res.Ops))
 	}
 	// A new reconciler (directord restarted) adopts the table as it is.
-	res, err = ipvs.NewReconciler(c, nil).Sync(want)
+	res, err = ipvs.NewReconciler(c).Sync(want)
 	must(t, err)
 	if len(res.Ops) != 0 {
 		t.Errorf("adoption: %q", kinds(res.Ops))

@@ -89,7 +89,7 @@ func kinds(ops []ipvs.Op) []string {
 
 func TestSyncFromEmptyThenIdempotent(t *testing.T) {
 	k := kernel(t, ipvs.Table{})
-	r := ipvs.NewReconciler(k, nil)
+	r := ipvs.NewReconciler(k)
 	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1),
 		svc("192.0.2.1:443", "wlc"), dest("10.0.0.1:443", 2))
 	res, err := r.Sync(want)
@@ -129,7 +129,7 @@ func TestSyncAdoptsAMatchingTable(t *testing.T) {
 	if got := k.Table()[s.ServiceKey].Netmask; got != 32 {
 		t.Fatalf("the kernel reports netmask %d, want the whole address", got)
 	}
-	r := ipvs.NewReconciler(busy{k}, nil)
+	r := ipvs.NewReconciler(busy{k})
 	res, err := r.Sync(want)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestSyncChangesOnlyWhatDiffers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			k := kernel(t, ipvs.Table{})
-			r := ipvs.NewReconciler(k, nil)
+			r := ipvs.NewReconciler(k)
 			if _, err := r.Sync(base()); err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func TestSyncChangesOnlyWhatDiffers(t *testing.T) {
 func TestSyncLeavesOthersServicesAlone(t *testing.T) {
 	foreign := svc("198.51.100.1:25", "rr")
 	k := kernel(t, table(foreign, dest("10.9.9.9:25", 1)))
-	r := ipvs.NewReconciler(k, nil)
+	r := ipvs.NewReconciler(k)
 	if _, err := r.Sync(table(svc("192.0.2.1:80", "rr"))); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestSyncLeavesOthersServicesAlone(t *testing.T) {
 
 func TestSyncRepairsOutOfBandChangesAfterInvalidate(t *testing.T) {
 	k := kernel(t, ipvs.Table{})
-	r := ipvs.NewReconciler(k, nil)
+	r := ipvs.NewReconciler(k)
 	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1))
 	if _, err := r.Sync(want); err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestSyncAfterAFailureReadsAgainAndFinishes(t *testing.T) {
 		}
 		return 0
 	})
-	r := ipvs.NewReconciler(k, nil)
+	r := ipvs.NewReconciler(k)
 	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1))
 	if _, err := r.Sync(want); err == nil {
 		t.Fatal("no error")
@@ -293,7 +293,7 @@ func bigTable(n, m int) ipvs.Table {
 func TestDiffOfOneChangeInABigTable(t *testing.T) {
 	want := bigTable(1000, 10)
 	k := kernel(t, ipvs.Table{})
-	r := ipvs.NewReconciler(k, nil)
+	r := ipvs.NewReconciler(k)
 	if res, err := r.Sync(want); err != nil || len(res.Ops) != 11000 {
 		t.Fatalf("%v, %d ops", err, len(res.Ops))
 	}
@@ -312,7 +312,7 @@ func TestDiffOfOneChangeInABigTable(t *testing.T) {
 
 func TestSyncServicesTouchesOnlyThem(t *testing.T) {
 	k := kernel(t, ipvs.Table{})
-	r := ipvs.NewReconciler(k, nil)
+	r := ipvs.NewReconciler(k)
 	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1),
 		svc("192.0.2.1:443", "rr"), dest("10.0.0.1:443", 1))
 	if _, err := r.Sync(want); err != nil {
@@ -350,7 +350,7 @@ func TestSyncServicesTouchesOnlyThem(t *testing.T) {
 func BenchmarkSyncOneChange(b *testing.B) {
 	want := bigTable(1000, 10)
 	k := kernel(b, ipvs.Table{})
-	r := ipvs.NewReconciler(k, nil)
+	r := ipvs.NewReconciler(k)
 	if _, err := r.Sync(want); err != nil {
 		b.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func BenchmarkSyncOneChange(b *testing.B) {
 func BenchmarkSyncServicesOneChange(b *testing.B) {
 	want := bigTable(1000, 10)
 	k := kernel(b, ipvs.Table{})
-	r := ipvs.NewReconciler(k, nil)
+	r := ipvs.NewReconciler(k)
 	if _, err := r.Sync(want); err != nil {
 		b.Fatal(err)
 	}
