@@ -317,7 +317,7 @@ func (l *LVS) Run(ctx context.Context) error {
 			}
 			backoff = l.RetryMin
 			if len(res.Ops) > 0 || first {
-				l.log.Info("ipvs table programmed", "operations", len(res.Ops), "read_kernel", res.Read)
+				l.log.Info("ipvs table programmed", "ops", len(res.Ops), "read_kernel", res.Read)
 			}
 			for _, o := range res.Ops {
 				l.log.Debug("ipvs", "op", o.String())
@@ -416,7 +416,7 @@ func (l *LVS) stop() error {
 		// go, read from the kernel afresh; someone else's stay.
 		l.rec.Invalidate()
 		res, err := l.rec.Sync(ipvs.Table{})
-		l.log.Info("removing directord's virtual servers", "operations", len(res.Ops))
+		l.log.Info("removing directord's virtual servers", "ops", len(res.Ops))
 		errs = append(errs, err)
 	}
 	errs = append(errs, l.tmo.restore(l.k))

@@ -55,6 +55,7 @@ type server struct {
 	checks []*Check
 	alive  bool
 	weight int
+	log    *slog.Logger // the pool's, with real_server
 }
 
 // pool counts its servers whose last probe was a local fault, to say so
@@ -71,6 +72,7 @@ type pool struct {
 	// without); suspended is set while none is on this host (SetLocal).
 	ha        func(netip.Addr) bool
 	suspended atomic.Bool
+	log       *slog.Logger // the Runner's, with virtual_server
 }
 
 // Runner runs every check of a configuration, each on its own schedule
@@ -266,13 +268,14 @@ func NewWith(cfg *config.Config, emit func(Event), log *slog.Logger, o Options) 
 	share.cert = cert
 	for pi, vs := range cfg.VirtualServers {
 		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}, ha: haMatcher(cfg, vs)}
+		p.log = log.With("virtual_server", p.name)
 		r.pools = append(r.pools, p)
 		for ri, rs := range vs.RealServers {
 			for _, u := range rs.Unchecked {
-				log.Warn("real server not checked by a checker directord does not have", "virtual_server", vs.Pos.String(),
+				p.log.Warn("real server not checked by a checker directord does not have",
 					"real_server", rs.Addr.String(), "checker", u.Type, "at", u.Pos.String(), "always_alive", rs.AlwaysAlive())
 			}
-			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight}
+			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight, log: p.log.With("real_server", rs.Addr.String())}
 			for _, c := range rs.Checkers {
 				var pr Prober
 				var err error
@@ -295,7 +298,7 @@ func NewWith(cfg *config.Config, emit func(Event), log *slog.Logger, o Options) 
 				if errors.Is(err, script.ErrDisabled) {
 					// As keepalived: a MISC_CHECK whose script is disabled
 					// (insecure, not found) is removed, not an error.
-					log.Warn("MISC_CHECK removed: its script is disabled", "at", c.Pos.String(), "real_server", rs.Addr.String(), "reason", err.Error())
+					s.log.Warn("MISC_CHECK removed: its script is disabled", "at", c.Pos.String(), "reason", err.Error())
 					continue
 				}
 				if err != nil {
@@ -660,9 +663,9 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	defer s.mu.Unlock()
 	c.last, c.lastAt = res, now
 	changed, retry := c.Verdict.Next(res.Outcome)
-	s.pool.local(s.idx, res.Outcome == Unknown, r.log)
+	s.pool.local(s.idx, res.Outcome == Unknown)
 	if res.Outcome == Down || (res.Outcome == Unknown && c.Cfg.LogAllFailures) {
-		r.log.Debug("check failed", "real_server", s.cfg.Addr.String(), "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
+		s.log.Debug("check failed", "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
 	}
 	// misc_dynamic, as keepalived's check_misc.c: an exit code of 2 or
 	// more sets the weight, exit 0 gives the configured weight back; a
@@ -688,7 +691,7 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	was := s.alive
 	s.alive, s.weight = alive, weight
 	if alive != was {
-		r.log.Info("real server", "real_server", s.cfg.Addr.String(), "alive", alive, "weight", weight,
+		s.log.Info("real server", "alive", alive, "weight", weight,
 			"check", c.Cfg.Type, "reason", res.Reason)
 	}
 	r.emit(Event{Pool: s.pool.idx, Real: s.idx, Alive: alive, Weight: weight, Reason: res.Reason})
@@ -698,7 +701,7 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 // local notes whether server i's last probe was a local fault, and says
 // so once when every server of the pool is in that case: the pool is
 // kept as it was, since those probes prove nothing.
-func (p *pool) local(i int, unknown bool, log *slog.Logger) {
+func (p *pool) local(i int, unknown bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if unknown {
@@ -709,10 +712,9 @@ func (p *pool) local(i int, unknown bool, log *slog.Logger) {
 	switch all := len(p.unknown) == p.servers; {
 	case all && !p.warned:
 		p.warned = true
-		log.Warn("every check of the virtual server fails with a fault of this director: its real servers are kept as they were",
-			"virtual_server", p.name)
+		p.log.Warn("every check of the virtual server fails with a fault of this director: its real servers are kept as they were")
 	case !all && p.warned && len(p.unknown) == 0:
 		p.warned = false
-		log.Info("the virtual server's checks work again", "virtual_server", p.name)
+		p.log.Info("the virtual server's checks work again")
 	}
 }
