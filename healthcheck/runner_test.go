@@ -760,3 +760,38 @@ func TestReloadIsNotLateness(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnerOwnsClockAndHandshakes: a Runner's checks share its clock
+// and its bound on TLS handshakes (Options), which another Runner does
+// not share: nothing of the checks is process-wide.
+func TestRunnerOwnsClockAndHandshakes(t *testing.T) {
+	conf := strings.ReplaceAll(poolConf(2, ""), "TCP_CHECK {", "SSL_GET {\n   url {\n    path /\n   }")
+	clock := NewClock()
+	a, err := NewWith(parse(t, conf), func(Event) {}, nil, Options{Clock: clock, Handshakes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(parse(t, conf), func(Event) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.clock != clock || b.clock == nil || b.clock == clock {
+		t.Errorf("clocks: a's %p (given %p), b's %p: want a's the given one, b's its own", a.clock, clock, b.clock)
+	}
+	var sems []chan struct{}
+	for _, r := range []*Runner{a, b} {
+		for _, c := range r.Checks() {
+			p := c.Prober.(*HTTP)
+			if p.clock != r.clock {
+				t.Errorf("a prober's clock is not its Runner's")
+			}
+			sems = append(sems, p.handshakes)
+		}
+	}
+	if len(sems) != 4 || sems[0] != sems[1] || sems[2] != sems[3] || sems[0] == sems[2] {
+		t.Fatalf("handshake bounds not one per Runner: %v", sems)
+	}
+	if cap(sems[0]) != 3 || cap(sems[2]) != DefaultHandshakes {
+		t.Errorf("bounds %d and %d, want 3 (Options) and %d", cap(sems[0]), cap(sems[2]), DefaultHandshakes)
+	}
+}
