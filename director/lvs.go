@@ -110,7 +110,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 	}
 	l := &LVS{
 		k: k, log: log, cfg: cfg, pools: pools,
-		rec:      ipvs.NewReconciler(k, log),
+		rec:      ipvs.NewReconciler(k),
 		syncd:    NewSyncDaemons(k, cfg.Global.SyncDaemon, log),
 		Resync:   30 * time.Second,
 		RetryMin: time.Second,
@@ -327,7 +327,7 @@ func (l *LVS) Run(ctx context.Context) error {
 			}
 			backoff = l.RetryMin
 			if len(res.Ops) > 0 || first {
-				l.log.Info("ipvs table programmed", "operations", len(res.Ops), "read_kernel", res.Read)
+				l.log.Info("ipvs table programmed", "ops", len(res.Ops), "read_kernel", res.Read)
 			}
 			for _, o := range res.Ops {
 				l.log.Debug("ipvs", "op", o.String())
@@ -427,7 +427,7 @@ func (l *LVS) stop() error {
 		// go, read from the kernel afresh; someone else's stay.
 		l.rec.Invalidate()
 		res, err := l.rec.Sync(ipvs.Table{})
-		l.log.Info("removing directord's virtual servers", "operations", len(res.Ops))
+		l.log.Info("removing directord's virtual servers", "ops", len(res.Ops))
 		errs = append(errs, err)
 	}
 	errs = append(errs, l.tmo.restore(l.k))

@@ -58,7 +58,7 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 					// found) is tracked by no one, rather than failing.
 					if !warned[s.Name] {
 						warned[s.Name] = true
-						n.log.Warn("vrrp_script disabled: no instance tracks it", "script", s.Name, "reason", p.Disabled.Error())
+						n.log.Warn("vrrp_script disabled: no instance tracks it", "vrrp_script", s.Name, "reason", p.Disabled.Error())
 					}
 					continue
 				}
@@ -175,7 +175,7 @@ func (t *tracking) runScript(ctx context.Context, s *trackedScript) {
 		good := s.check.Good()
 		t.mu.Unlock()
 		if changed {
-			t.node.log.Info("vrrp_script", "script", s.cfg.Name, "good", good, "exit", res.ExitCode, "err", res.Err)
+			t.node.log.Info("vrrp_script", "vrrp_script", s.cfg.Name, "good", good, "exit", res.ExitCode, "err", res.Err)
 			t.node.retrack(time.Now())
 		}
 		select {

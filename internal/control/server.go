@@ -157,7 +157,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ln.Close()
 	if path != "" {
 		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			log.Warn("control socket not removed", "path", path, "err", rerr)
+			log.Warn("control socket not removed", "socket", path, "err", rerr)
 		}
 	}
 	return err
