@@ -79,7 +79,7 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	t.procs = newProcWatch(trackedProcesses(cfg), &cfg.Global, n.log, func(changes []ProcChange) {
 		for _, c := range changes {
 			// keepalived: "Quorum gained/lost for tracked process NAME".
-			n.log.Info("vrrp tracked process", "track_process", c.Name, "quorum", c.Up, "processes", c.Count)
+			n.log.Info("vrrp tracked process", "track_process", c.Name, "quorum_up", c.Up, "processes", c.Count)
 		}
 		n.retrack(time.Now())
 	})

@@ -160,7 +160,7 @@ func dialProcEventsHere(rcvBuf int, force bool, log *slog.Logger) (*netlink.Conn
 	if rcvBuf > 0 {
 		if err := setRcvBuf(c, rcvBuf, force); err != nil {
 			// keepalived logs it and goes on.
-			log.Warn("track_process: cannot set process_monitor_rcv_bufs", "size", rcvBuf, "force", force, "err", err)
+			log.Warn("track_process: cannot set process_monitor_rcv_bufs", "process_monitor_rcv_bufs", rcvBuf, "force", force, "err", err)
 		}
 	}
 	if err := setProcListen(c, true); err != nil {
