@@ -41,7 +41,12 @@ type block[T any] struct {
 	// unsupported names keepalived keywords directord does not implement,
 	// with a short reason (or "").
 	unsupported map[string]string
+	// extension marks a block that keepalived does not read at all: every
+	// keyword of it is a directord extension.
+	extension bool
 }
+
+func (b *block[T]) isExtension() bool { return b.extension }
 
 // walk decodes the children of n into t. An unknown keyword, or one
 // directord does not support, is reported once and skipped with everything

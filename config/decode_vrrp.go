@@ -253,7 +253,7 @@ var instanceBlock = &block[Instance]{
 		"use_ipvlan":                 "",
 		"vrf":                        "",
 		"track_process":              "use track_script",
-		"track_bfd":                  "",
+		"track_bfd":                  bfdNotSupported,
 		"virtual_rules":              "",
 		"notify_master_rx_lower_pri": "",
 		"kernel_rx_buf_size":         "",
@@ -389,7 +389,7 @@ var syncGroupBlock = &block[SyncGroup]{
 	},
 	unsupported: map[string]string{
 		"track_process": "use track_script",
-		"track_bfd":     "",
+		"track_bfd":     bfdNotSupported,
 	},
 }
 
