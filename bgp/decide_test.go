@@ -78,7 +78,9 @@ func kinds(plan []Action) []string {
 }
 
 func TestPlan(t *testing.T) {
-	serving := func(p netip.Prefix) Decision { return Decision{Prefix: p, Announce: true, Reason: ReasonServing, Dev: "lo"} }
+	serving := func(p netip.Prefix) Decision {
+		return Decision{Prefix: p, Announce: true, Reason: ReasonServing, Dev: "lo"}
+	}
 	down := func(p netip.Prefix, r Reason) Decision { return Decision{Prefix: p, Reason: r, Dev: "lo"} }
 	onLo := func(ps ...netip.Prefix) map[netip.Prefix]string {
 		m := map[netip.Prefix]string{}
