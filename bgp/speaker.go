@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -75,6 +76,17 @@ func (s SessionState) String() string {
 
 // MarshalText writes the state's name.
 func (s SessionState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a state's name.
+func (s *SessionState) UnmarshalText(b []byte) error {
+	for st := Idle; st <= Established; st++ {
+		if st.String() == string(b) {
+			*s = st
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown BGP session state %q", b)
+}
 
 // SessionEvent is a neighbor's session changing state.
 type SessionEvent struct {
