@@ -350,3 +350,109 @@ func TestFRRKill(t *testing.T) {
 		t.Errorf("route gone after %s: the hold timer's doing, not the session's close", took)
 	}
 }
+
+// neighborInfo is what FRR says of a neighbor (show bgp neighbors ADDR json).
+type neighborInfo struct {
+	State       string `json:"bgpState"`
+	Established int    `json:"connectionsEstablished"`
+	Dropped     int    `json:"connectionsDropped"`
+	// LastNotification is why the session last ended ("Cease/BFD Down",
+	// "Hold Timer Expired/...").
+	LastNotification string `json:"lastNotificationReason"`
+	BFD         struct {
+		Status string `json:"status"`
+	} `json:"peerBfdInfo"`
+}
+
+func (l *lan) neighbor(t *testing.T, a netip.Addr) neighborInfo {
+	t.Helper()
+	out, err := l.frr.VTY("show bgp neighbors " + a.String() + " json")
+	if err != nil {
+		t.Fatalf("vtysh: %v: %s", err, out)
+	}
+	var m map[string]neighborInfo
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("vtysh: %v: %s", err, out)
+	}
+	return m[a.String()]
+}
+
+// TestFRRBFD: with BFD (100 ms x 3 on both sides), a director's cable cut
+// takes its route away within BFD's detection time, not the hold time's:
+// the router's BFD session went down and reset the BGP session before a
+// hold timer could have expired.
+func TestFRRBFD(t *testing.T) {
+	l := newLAN(t, 2, " receive-interval 100\n transmit-interval 100\n detect-multiplier 3")
+	d0 := startDirector(t, l.dirs[0], writeDirectorConf(t, 0, "1", 9, "100 3", 1))
+	d1 := startDirector(t, l.dirs[1], writeDirectorConf(t, 1, "1", 9, "100 3", 1))
+	d0.waitEstablished()
+	d1.waitEstablished()
+	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(2)...)
+	nstest.WaitFor(t, 10*time.Second, "BFD up on both sides", func() bool {
+		st := d0.status()
+		return st.Neighbors[0].BFD == "up" && l.neighbor(t, directorAddr(0)).BFD.Status == "Up"
+	})
+	start := time.Now()
+	l.cut(t, 0)
+	gone := l.frr.WaitNextHops(10*time.Second, vip, directorAddr(1))
+	took := gone.Sub(start)
+	n := l.neighbor(t, directorAddr(0))
+	t.Logf("cable cut with BFD 100 ms x 3: route gone at the router after %s (%q)", took.Round(time.Millisecond), n.LastNotification)
+	if !strings.Contains(n.LastNotification, "BFD Down") {
+		t.Errorf("the router ended the session for %q, not BFD", n.LastNotification)
+	}
+	// Keepalives every 3 s, hold time 9 s: a hold timer cannot expire
+	// sooner than 6 s after the cut.
+	if took >= 6*time.Second {
+		t.Errorf("route gone after %s: not BFD's doing", took)
+	}
+}
+
+// TestFRRHoldTime: without BFD, a cut cable takes the route away when the
+// router's hold timer expires, within the hold time.
+func TestFRRHoldTime(t *testing.T) {
+	l := newLAN(t, 2, "")
+	d0 := startDirector(t, l.dirs[0], writeDirectorConf(t, 0, "1", 9, "", 1))
+	d1 := startDirector(t, l.dirs[1], writeDirectorConf(t, 1, "1", 9, "", 1))
+	d0.waitEstablished()
+	d1.waitEstablished()
+	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(2)...)
+	start := time.Now()
+	l.cut(t, 0)
+	gone := l.frr.WaitNextHops(15*time.Second, vip, directorAddr(1))
+	took := gone.Sub(start)
+	n := l.neighbor(t, directorAddr(0))
+	t.Logf("cable cut without BFD, hold time 9 s: route gone at the router after %s (%q)", took.Round(time.Millisecond), n.LastNotification)
+	// The hold timer runs from the last keepalive before the cut; a second
+	// for the router to act and for this test's polling.
+	if took > 9*time.Second+time.Second {
+		t.Errorf("route gone after %s, beyond the 9 s hold time", took)
+	}
+	if !strings.Contains(n.LastNotification, "Hold Timer Expired") {
+		t.Errorf("the router ended the session for %q, not its hold timer", n.LastNotification)
+	}
+}
+
+// TestFRRReloadWeightOnly: a reload that changes only a real server's
+// weight touches neither the session nor the route.
+func TestFRRReloadWeightOnly(t *testing.T) {
+	l := newLAN(t, 1, "")
+	d0 := startDirector(t, l.dirs[0], writeDirectorConf(t, 0, "1", 9, "", 1))
+	d0.waitEstablished()
+	l.frr.WaitNextHops(30*time.Second, vip, directorAddr(0))
+	before := l.neighbor(t, directorAddr(0))
+	st := d0.status()
+	d0.do("reload " + writeDirectorConf(t, 0, "1", 9, "", 7))
+	after := l.neighbor(t, directorAddr(0))
+	st2 := d0.status()
+	if after.State != "Established" || after.Established != before.Established || after.Dropped != before.Dropped {
+		t.Errorf("the session flapped: before %+v, after %+v", before, after)
+	}
+	if !st2.Neighbors[0].Since.Equal(st.Neighbors[0].Since) {
+		t.Errorf("session up since %s, then %s", st.Neighbors[0].Since, st2.Neighbors[0].Since)
+	}
+	if !st2.Addresses[0].Since.Equal(st.Addresses[0].Since) || !st2.Addresses[0].Announced {
+		t.Errorf("the route was withdrawn and announced again: %+v then %+v", st.Addresses[0], st2.Addresses[0])
+	}
+	l.frr.WaitNextHops(0, vip, directorAddr(0))
+}

@@ -51,9 +51,15 @@ func Require(t testing.TB) {
 	}
 }
 
-// Start runs zebra, bgpd and bfdd in ns with conf, FRR's configuration
-// (every daemon reads the same file and keeps its own part).
-func Start(t testing.TB, ns *nstest.NS, conf string) *Router {
+// Conf is an FRR configuration, a file per daemon: bgpd's parser loses
+// its place in another daemon's block (a bfd block makes it refuse the
+// router bgp that follows).
+type Conf struct {
+	BGP, BFD string
+}
+
+// Start runs zebra, bfdd and bgpd in ns with conf.
+func Start(t testing.TB, ns *nstest.NS, conf Conf) *Router {
 	t.Helper()
 	u, err := user.Lookup("frr")
 	if err != nil {
@@ -73,18 +79,22 @@ func Start(t testing.TB, ns *nstest.NS, conf string) *Router {
 	if err := os.Chown(dir, uid, gid); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, "frr.conf")
-	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
+	write := func(name, text string) string {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(file, uid, gid)
+		return file
 	}
-	os.Chown(file, uid, gid)
 	r := &Router{NS: ns, Dir: dir, Name: filepath.Base(dir), t: t}
-	common := []string{"-N", r.Name, "-u", "frr", "-g", "frr", "-f", file, "--vty_socket", dir}
+	write("vtysh.conf", "")
+	common := []string{"-N", r.Name, "-u", "frr", "-g", "frr", "--vty_socket", dir}
 	zserv := filepath.Join(dir, "zserv.api")
-	r.start("zebra", append(common, "-z", zserv, "-i", filepath.Join(dir, "zebra.pid"))...)
+	r.start("zebra", append(common, "-f", write("zebra.conf", "hostname router\nlog stdout\n"), "-z", zserv, "-i", filepath.Join(dir, "zebra.pid"))...)
 	nstest.WaitFor(t, 10*time.Second, "zebra's socket", func() bool { _, err := os.Stat(zserv); return err == nil })
-	r.start("bfdd", append(common, "-z", zserv, "-i", filepath.Join(dir, "bfdd.pid"), "--bfdctl", filepath.Join(dir, "bfdd.sock"))...)
-	r.start("bgpd", append(common, "-z", zserv, "-i", filepath.Join(dir, "bgpd.pid"))...)
+	r.start("bfdd", append(common, "-f", write("bfdd.conf", conf.BFD), "-z", zserv, "-i", filepath.Join(dir, "bfdd.pid"), "--bfdctl", filepath.Join(dir, "bfdd.sock"))...)
+	r.start("bgpd", append(common, "-f", write("bgpd.conf", conf.BGP), "-z", zserv, "-i", filepath.Join(dir, "bgpd.pid"))...)
 	nstest.WaitFor(t, 10*time.Second, "bgpd's vty socket", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "bgpd.vty"))
 		return err == nil
@@ -110,9 +120,10 @@ func (r *Router) Stop() {
 }
 
 // VTY runs vtysh command cmd against the router's daemons and returns
-// its output.
+// its output. (vtysh's -N would look for the sockets in a folder of that
+// name under --vty_socket; the daemons' -N does not.)
 func (r *Router) VTY(cmd string) (string, error) {
-	out, err := exec.Command("ip", "netns", "exec", r.NS.Name, "vtysh", "-N", r.Name, "--vty_socket", r.Dir, "-c", cmd).CombinedOutput()
+	out, err := exec.Command("ip", "netns", "exec", r.NS.Name, "vtysh", "--vty_socket", r.Dir, "--config_dir", r.Dir, "-c", cmd).CombinedOutput()
 	return string(out), err
 }
 
@@ -183,12 +194,13 @@ func (r *Router) WaitNextHops(limit time.Duration, p netip.Prefix, want ...netip
 // rid, taking BGP sessions from the neighbors (all in AS remoteAS) and
 // installing up to 16 paths per prefix (ECMP). bfd, when not "", is the
 // BFD profile's body for every neighbor ("receive-interval 100 ...").
-func Config(asn uint32, rid netip.Addr, remoteAS uint32, neighbors []netip.Addr, bfd string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "frr defaults datacenter\nhostname router\nlog stdout debugging\n!\n")
+func Config(asn uint32, rid netip.Addr, remoteAS uint32, neighbors []netip.Addr, bfd string) Conf {
+	var c Conf
 	if bfd != "" {
-		fmt.Fprintf(&b, "bfd\n profile fast\n%s\n exit\n!\n", bfd)
+		c.BFD = fmt.Sprintf("hostname router\nlog stdout\n!\nbfd\n profile fast\n%s\n exit\n!\n", bfd)
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "frr defaults datacenter\nhostname router\nlog stdout\n!\n")
 	fmt.Fprintf(&b, "router bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n bgp bestpath as-path multipath-relax\n", asn, rid)
 	fmt.Fprintf(&b, " neighbor DIRECTORS peer-group\n neighbor DIRECTORS remote-as %d\n neighbor DIRECTORS timers 3 9\n", remoteAS)
 	if bfd != "" {
@@ -205,5 +217,6 @@ func Config(asn uint32, rid netip.Addr, remoteAS uint32, neighbors []netip.Addr,
 		}
 	}
 	fmt.Fprintf(&b, " exit-address-family\n!\n")
-	return b.String()
+	c.BGP = b.String()
+	return c
 }

@@ -30,9 +30,12 @@ func TestParseRoutes(t *testing.T) {
 func TestConfig(t *testing.T) {
 	c := Config(65000, netip.MustParseAddr("10.0.0.1"), 65010, []netip.Addr{netip.MustParseAddr("10.0.0.11")}, " receive-interval 100")
 	for _, want := range []string{"router bgp 65000\n", " neighbor DIRECTORS remote-as 65010\n", " neighbor 10.0.0.11 peer-group DIRECTORS\n",
-		"  maximum-paths 16\n", " neighbor DIRECTORS bfd profile fast\n", "bfd\n profile fast\n receive-interval 100\n"} {
-		if !strings.Contains(c, want) {
-			t.Errorf("config lacks %q:\n%s", want, c)
+		"  maximum-paths 16\n", " neighbor DIRECTORS bfd profile fast\n"} {
+		if !strings.Contains(c.BGP, want) {
+			t.Errorf("config lacks %q:\n%s", want, c.BGP)
 		}
+	}
+	if !strings.Contains(c.BFD, "bfd\n profile fast\n receive-interval 100\n") {
+		t.Errorf("bfdd's config:\n%s", c.BFD)
 	}
 }
