@@ -359,7 +359,7 @@ type neighborInfo struct {
 	// LastNotification is why the session last ended ("Cease/BFD Down",
 	// "Hold Timer Expired/...").
 	LastNotification string `json:"lastNotificationReason"`
-	BFD         struct {
+	BFD              struct {
 		Status string `json:"status"`
 	} `json:"peerBfdInfo"`
 }
