@@ -27,7 +27,7 @@ build:
 ## -race, which cannot map its memory in the guest. The host's go test
 ## skips these tests (internal/ipvstest).
 ##   make integration RUN=TestX UML_PACKAGES=./ipvs V=1
-UML_PACKAGES := ./integration/uml ./ipvs ./integration/lvs ./integration/lab
+UML_PACKAGES := ./integration/uml ./ipvs ./integration/lvs ./integration/lab ./integration/bgp
 UML_APT_PACKAGES := user-mode-linux ipvsadm kmod iproute2
 UML_BIN := $(BIN)/uml
 UML_MEM := 1536M

@@ -351,31 +351,7 @@ func TestFRRKill(t *testing.T) {
 	}
 }
 
-// neighborInfo is what FRR says of a neighbor (show bgp neighbors ADDR json).
-type neighborInfo struct {
-	State       string `json:"bgpState"`
-	Established int    `json:"connectionsEstablished"`
-	Dropped     int    `json:"connectionsDropped"`
-	// LastNotification is why the session last ended ("Cease/BFD Down",
-	// "Hold Timer Expired/...").
-	LastNotification string `json:"lastNotificationReason"`
-	BFD              struct {
-		Status string `json:"status"`
-	} `json:"peerBfdInfo"`
-}
-
-func (l *lan) neighbor(t *testing.T, a netip.Addr) neighborInfo {
-	t.Helper()
-	out, err := l.frr.VTY("show bgp neighbors " + a.String() + " json")
-	if err != nil {
-		t.Fatalf("vtysh: %v: %s", err, out)
-	}
-	var m map[string]neighborInfo
-	if err := json.Unmarshal([]byte(out), &m); err != nil {
-		t.Fatalf("vtysh: %v: %s", err, out)
-	}
-	return m[a.String()]
-}
+func (l *lan) neighbor(t *testing.T, a netip.Addr) frrtest.Neighbor { return l.frr.Neighbor(a) }
 
 // TestFRRBFD: with BFD (100 ms x 3 on both sides), a director's cable cut
 // takes its route away within BFD's detection time, not the hold time's:

@@ -49,6 +49,21 @@ func NewGoBGP(log *slog.Logger) *GoBGP {
 	return &GoBGP{log: log, neighbors: map[netip.Addr]*config.Neighbor{}, paths: map[netip.Prefix]*apiutil.Path{}}
 }
 
+// minLevel passes on the records at or above its level.
+type minLevel struct {
+	slog.Handler
+	min slog.Leveler
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min.Level() && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
+
 // RouterID is cfg's router_id, else the IPv4 address this host reaches
 // the first IPv4 neighbor from (its source_address if it has one; no
 // packet is sent), else the first IPv4 address of an interface that is up
@@ -98,7 +113,10 @@ func (g *GoBGP) Start(ctx context.Context, cfg *config.BGP) error {
 	}
 	lvl := &slog.LevelVar{}
 	lvl.Set(slog.LevelWarn)
-	s := server.NewBgpServer(server.LoggerOption(g.log.With("component", "gobgp"), lvl))
+	// GoBGP logs every step at info; directord logs the session changes
+	// itself (OnSession), so only GoBGP's warnings and errors go through.
+	glog := slog.New(minLevel{g.log.Handler(), lvl}).With("component", "gobgp")
+	s := server.NewBgpServer(server.LoggerOption(glog, lvl))
 	go s.Serve()
 	if err := s.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
 		Asn: cfg.LocalAS, RouterId: rid.String(), ListenPort: int32(cfg.ListenPort),

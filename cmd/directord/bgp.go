@@ -56,13 +56,7 @@ func startBGP(cfg *config.Config, drained bool, log *slog.Logger) (*bgpRun, erro
 		return nil, fmt.Errorf("bgp: netlink: %w", err)
 	}
 	b.sp = bgp.NewGoBGP(log)
-	b.sp.OnSession = func(ev bgp.SessionEvent) {
-		if ev.State == bgp.Established {
-			log.Info("bgp session established", "neighbor", ev.Neighbor.String())
-			return
-		}
-		log.Warn("bgp session not established", "neighbor", ev.Neighbor.String(), "state", ev.State.String(), "reason", ev.Reason)
-	}
+	b.sp.OnSession = sessionLogger(log)
 	c := *cfg.Global.BGP
 	c.RouterID = rid
 	if err := b.sp.Start(context.Background(), &c); err != nil {
@@ -75,6 +69,27 @@ func startBGP(cfg *config.Config, drained bool, log *slog.Logger) (*bgpRun, erro
 	go func() { defer close(b.done); b.ann.Run(ctx) }()
 	b.push()
 	return b, nil
+}
+
+// sessionLogger logs a session coming up and going down; the states in
+// between only with -D.
+func sessionLogger(log *slog.Logger) func(bgp.SessionEvent) {
+	var mu sync.Mutex
+	up := map[netip.Addr]bool{}
+	return func(ev bgp.SessionEvent) {
+		mu.Lock()
+		was := up[ev.Neighbor]
+		up[ev.Neighbor] = ev.State == bgp.Established
+		mu.Unlock()
+		switch {
+		case ev.State == bgp.Established:
+			log.Info("bgp session established", "neighbor", ev.Neighbor.String())
+		case was:
+			log.Warn("bgp session down", "neighbor", ev.Neighbor.String(), "state", ev.State.String(), "reason", ev.Reason)
+		default:
+			log.Debug("bgp session", "neighbor", ev.Neighbor.String(), "state", ev.State.String(), "reason", ev.Reason)
+		}
+	}
 }
 
 // inputs are the decider's inputs now; call with b.mu held.

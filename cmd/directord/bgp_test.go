@@ -1,7 +1,9 @@
 package main
 
 import (
+	"log/slog"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,5 +81,21 @@ func TestBGPInputs(t *testing.T) {
 	want.Drained = true
 	if d := cmp.Diff(want, b.inputs(), opts); d != "" {
 		t.Errorf("after the data plane and VRRP spoke (-want +got):\n%s", d)
+	}
+}
+
+func TestSessionLogger(t *testing.T) {
+	var b strings.Builder
+	f := sessionLogger(slog.New(slog.NewTextHandler(&b, nil)))
+	n := netip.MustParseAddr("10.0.0.1")
+	for _, st := range []bgp.SessionState{bgp.Active, bgp.OpenConfirm, bgp.Established} {
+		f(bgp.SessionEvent{Neighbor: n, State: st})
+	}
+	f(bgp.SessionEvent{Neighbor: n, State: bgp.Idle, Reason: "hold timer expired"})
+	f(bgp.SessionEvent{Neighbor: n, State: bgp.Active})
+	out := b.String()
+	if strings.Count(out, "\n") != 2 || !strings.Contains(out, `level=INFO msg="bgp session established" neighbor=10.0.0.1`) ||
+		!strings.Contains(out, `level=WARN msg="bgp session down" neighbor=10.0.0.1 state=idle reason="hold timer expired"`) {
+		t.Errorf("logged:\n%s", out)
 	}
 }

@@ -89,13 +89,31 @@ func Start(t testing.TB, ns *nstest.NS, conf Conf) *Router {
 	}
 	r := &Router{NS: ns, Dir: dir, Name: filepath.Base(dir), t: t}
 	write("vtysh.conf", "")
+	// The daemons keep their state in /var/run/frr/NAME (-N), which the
+	// User-Mode Linux guest's fresh /run lacks.
+	state := filepath.Join("/var/run/frr", r.Name)
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/var/run/frr", state} {
+		if err := os.Chown(d, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
 	common := []string{"-N", r.Name, "-u", "frr", "-g", "frr", "--vty_socket", dir}
 	zserv := filepath.Join(dir, "zserv.api")
 	r.start("zebra", append(common, "-f", write("zebra.conf", "hostname router\nlog stdout\n"), "-z", zserv, "-i", filepath.Join(dir, "zebra.pid"))...)
-	nstest.WaitFor(t, 10*time.Second, "zebra's socket", func() bool { _, err := os.Stat(zserv); return err == nil })
+	// Starting takes seconds in a busy User-Mode Linux guest.
+	nstest.WaitFor(t, 30*time.Second, "zebra's socket", func() bool { _, err := os.Stat(zserv); return err == nil })
 	r.start("bfdd", append(common, "-f", write("bfdd.conf", conf.BFD), "-z", zserv, "-i", filepath.Join(dir, "bfdd.pid"), "--bfdctl", filepath.Join(dir, "bfdd.sock"))...)
 	r.start("bgpd", append(common, "-f", write("bgpd.conf", conf.BGP), "-z", zserv, "-i", filepath.Join(dir, "bgpd.pid"))...)
-	nstest.WaitFor(t, 10*time.Second, "bgpd's vty socket", func() bool {
+	// Runs before the processes' own cleanups: the daemons are stopped
+	// first, so that none writes into the state folder after it went.
+	t.Cleanup(func() {
+		r.Stop()
+		os.RemoveAll(state)
+	})
+	nstest.WaitFor(t, 30*time.Second, "bgpd's vty socket", func() bool {
 		_, err := os.Stat(filepath.Join(dir, "bgpd.vty"))
 		return err == nil
 	})
@@ -125,6 +143,34 @@ func (r *Router) Stop() {
 func (r *Router) VTY(cmd string) (string, error) {
 	out, err := exec.Command("ip", "netns", "exec", r.NS.Name, "vtysh", "--vty_socket", r.Dir, "--config_dir", r.Dir, "-c", cmd).CombinedOutput()
 	return string(out), err
+}
+
+// Neighbor is what FRR says of a BGP neighbor (show bgp neighbors ADDR
+// json).
+type Neighbor struct {
+	State       string `json:"bgpState"`
+	Established int    `json:"connectionsEstablished"`
+	Dropped     int    `json:"connectionsDropped"`
+	// LastNotification is why the session last ended ("Cease/BFD Down",
+	// "Hold Timer Expired").
+	LastNotification string `json:"lastNotificationReason"`
+	BFD              struct {
+		Status string `json:"status"`
+	} `json:"peerBfdInfo"`
+}
+
+// Neighbor asks bgpd about neighbor a.
+func (r *Router) Neighbor(a netip.Addr) Neighbor {
+	r.t.Helper()
+	out, err := r.VTY("show bgp neighbors " + a.String() + " json")
+	if err != nil {
+		r.t.Fatalf("vtysh: %v: %s", err, out)
+	}
+	var m map[string]Neighbor
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		r.t.Fatalf("vtysh: %v: %s", err, out)
+	}
+	return m[a.String()]
 }
 
 // NextHops is the kernel route to p in the router's namespace: its next
