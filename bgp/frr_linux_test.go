@@ -120,11 +120,17 @@ virtual_server 10.1.0.100 80 {
 
 func writeDirectorConf(t *testing.T, i int, wait string, hold int, bfd string, weight int) string {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "keepalived.conf")
 	if bfd != "" {
 		bfd = "            bfd " + bfd + "\n"
 	}
-	if err := os.WriteFile(file, fmt.Appendf(nil, directorConf, wait, directorAddr(i), hold, bfd, weight), 0o644); err != nil {
+	return writeDirectorConfWith(t, i, wait, hold, bfd, weight)
+}
+
+// writeDirectorConfWith takes the neighbor's extra lines as they are.
+func writeDirectorConfWith(t *testing.T, i int, wait string, hold int, extra string, weight int) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "keepalived.conf")
+	if err := os.WriteFile(file, fmt.Appendf(nil, directorConf, wait, directorAddr(i), hold, extra, weight), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file
@@ -431,4 +437,39 @@ func TestFRRReloadWeightOnly(t *testing.T) {
 		t.Errorf("the route was withdrawn and announced again: %+v then %+v", st.Addresses[0], st2.Addresses[0])
 	}
 	l.frr.WaitNextHops(0, vip, directorAddr(0))
+}
+
+// TestFRRAttributes: a neighbor's communities and med reach the router
+// with the route (GoBGP's export policy, matched on the neighbor), and
+// the session runs with a TCP MD5 password (without it on directord's
+// side, the session does not come up: checked when this test was
+// written).
+func TestFRRAttributes(t *testing.T) {
+	l := newLAN(t, 1, "")
+	out, err := l.frr.VTY("configure terminal\nrouter bgp 65000\nneighbor " + directorAddr(0).String() + " password s3cret")
+	if err != nil {
+		t.Fatalf("vtysh: %v: %s", err, out)
+	}
+	d := startDirector(t, l.dirs[0], writeDirectorConfWith(t, 0, "1", 9,
+		"            communities 65010:100 no-export\n            med 7\n            password s3cret\n", 1))
+	d.waitEstablished()
+	l.frr.WaitNextHops(30*time.Second, vip, directorAddr(0))
+	out, err = l.frr.VTY("show bgp ipv4 unicast " + vip.String() + " json")
+	if err != nil {
+		t.Fatalf("vtysh: %v: %s", err, out)
+	}
+	var route struct {
+		Paths []struct {
+			MED       int `json:"metric"`
+			Community struct {
+				String string `json:"string"`
+			} `json:"community"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(out), &route); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(route.Paths) != 1 || route.Paths[0].MED != 7 || route.Paths[0].Community.String != "65010:100 no-export" {
+		t.Errorf("the router has %+v:\n%s", route.Paths, out)
+	}
 }
