@@ -473,3 +473,63 @@ func TestFRRAttributes(t *testing.T) {
 		t.Errorf("the router has %+v:\n%s", route.Paths, out)
 	}
 }
+
+// TestFRRIPv6: an IPv6 virtual server is announced as a /128 to an IPv6
+// neighbor, and FRR installs it through the director's address.
+func TestFRRIPv6(t *testing.T) {
+	frrtest.Require(t)
+	sw, rtr, dns := nstest.New(t, "bg6sw"), nstest.New(t, "bg6r"), nstest.New(t, "bg6d")
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
+	if err := sw.NL.LinkAdd(br); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.NL.LinkSetUp(br); err != nil {
+		t.Fatal(err)
+	}
+	r6, d6 := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::11")
+	for _, x := range []struct {
+		ns   *nstest.NS
+		port string
+		addr netip.Addr
+	}{{rtr, "p-r", r6}, {dns, "p-d", d6}} {
+		nstest.Link(t, sw, x.ns, x.port, "eth0", "", x.addr.String()+"/64")
+		p, err := sw.NL.LinkByName(x.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sw.NL.LinkSetMaster(p, br); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frr := frrtest.Start(t, rtr, frrtest.Config(65000, routerAddr, 65010, []netip.Addr{d6}, ""))
+	file := filepath.Join(t.TempDir(), "keepalived.conf")
+	conf := `global_defs {
+    bgp {
+        local_as 65010
+        router_id 10.0.0.11
+        neighbor 2001:db8::1 {
+            remote_as 65000
+            hold_time 9
+        }
+    }
+}
+virtual_server 2001:db8:1::100 80 {
+    protocol TCP
+    announce bgp
+    real_server 2001:db8::20 80 {
+    }
+}
+`
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDirector(t, dns, file)
+	d.waitEstablished()
+	p := netip.MustParsePrefix("2001:db8:1::100/128")
+	frr.WaitNextHops(30*time.Second, p, d6)
+	if !dns.HasAddr(t, "lo", p.Addr().String()) {
+		t.Errorf("%s is not on the director's lo", p.Addr())
+	}
+	d.do("quorum off")
+	frr.WaitNextHops(10*time.Second, p)
+}
