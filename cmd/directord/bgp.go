@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,6 +155,9 @@ func (b *bgpRun) drain(ctx context.Context, on bool) error {
 // lo): before the data plane removes their services.
 func (b *bgpRun) reconfigure(ctx context.Context, cfg *config.Config) error {
 	var errs []error
+	if msg := startOnly(b.cfg.Global.BGP, cfg.Global.BGP, b.routerID); msg != "" {
+		b.log.Warn("reload: bgp: "+msg+" apply at start only; the speaker goes on with the old ones until directord restarts", "at", cfg.Global.BGP.Pos.String())
+	}
 	if key := config.Canonical(cfg.Global.BGP); key != b.key {
 		c := *cfg.Global.BGP
 		c.RouterID = b.routerID
@@ -166,6 +170,22 @@ func (b *bgpRun) reconfigure(ctx context.Context, cfg *config.Config) error {
 	b.mu.Unlock()
 	errs = append(errs, b.ann.Wait(ctx, b.push()))
 	return errors.Join(errs...)
+}
+
+// startOnly names the settings of the bgp block that changed from old to
+// next and that GoBGP takes at start only, or "".
+func startOnly(old, next *config.BGP, running netip.Addr) string {
+	var what []string
+	if old.LocalAS != next.LocalAS {
+		what = append(what, "local_as")
+	}
+	if next.RouterID.IsValid() && next.RouterID != running {
+		what = append(what, "router_id")
+	}
+	if old.ListenPort != next.ListenPort {
+		what = append(what, "listen_port")
+	}
+	return strings.Join(what, ", ")
 }
 
 // stop withdraws every route, waits bgp_withdraw_wait, removes the
