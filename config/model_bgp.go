@@ -22,8 +22,6 @@ type BGP struct {
 	// addresses and the services, for the routers to act on the withdraw.
 	WithdrawWait time.Duration `json:"bgp_withdraw_wait"`
 	Neighbors    []*Neighbor   `json:"neighbors"`
-
-	set map[string]Pos
 }
 
 // Neighbor is one BGP peer of the bgp block.
