@@ -44,6 +44,9 @@ type block[T any] struct {
 	// unsupported names keepalived keywords directord does not implement,
 	// with a short reason (or "").
 	unsupported map[string]string
+	// extension marks a block that keepalived does not read at all: every
+	// keyword of it is a directord extension.
+	extension bool
 }
 
 // differs tells whether c's value is one that Differences speaks of.
@@ -51,6 +54,8 @@ func differs(block string, c *Node) bool {
 	v, ok := DifferingValues[block][c.Keyword]
 	return !ok || len(c.Args) > 0 && strings.EqualFold(c.Args[0], v)
 }
+
+func (b *block[T]) isExtension() bool { return b.extension }
 
 // walk decodes the children of n into t. An unknown keyword, or one
 // directord does not support, is reported once and skipped with everything

@@ -13,7 +13,7 @@ import (
 func allBlocks() []namedBlock {
 	return []namedBlock{topBlock, globalBlock, instanceBlock, scriptBlock, syncGroupBlock,
 		authBlock, trackFileBlock, trackProcessBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock,
-		udpCheckBlock, dnsCheckBlock, smtpCheckBlock, smtpHostBlock, sslBlock}
+		udpCheckBlock, dnsCheckBlock, smtpCheckBlock, smtpHostBlock, sslBlock, bgpBlock, neighborBlock}
 }
 
 // oldSyncGroupMembers takes instance names written straight inside a
@@ -126,7 +126,7 @@ var topBlock = &block[Config]{
 		"linkbeat_use_polling":     "directord follows netlink link state",
 		"linkbeat_interfaces":      "directord follows netlink link state",
 		"interface_up_down_delays": "",
-		"bfd_instance":             "",
+		"bfd_instance":             bfdNotSupported,
 		"track_group":              "",
 		"static_ipaddress":         "directord only manages addresses that move with VRRP",
 		"static_routes":            "directord only manages routes that move with VRRP",

@@ -252,7 +252,7 @@ var instanceBlock = &block[Instance]{
 		"vmac_xmit_base":             "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
-		"track_bfd":                  "",
+		"track_bfd":                  bfdNotSupported,
 		"virtual_rules":              "",
 		"notify_master_rx_lower_pri": "",
 		"kernel_rx_buf_size":         "",
@@ -387,7 +387,7 @@ var syncGroupBlock = &block[SyncGroup]{
 		},
 	},
 	unsupported: map[string]string{
-		"track_bfd": "",
+		"track_bfd": bfdNotSupported,
 	},
 }
 

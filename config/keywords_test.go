@@ -52,8 +52,7 @@ does not read.
 				b.WriteString(", ")
 			}
 			b.WriteString("`" + k + "`")
-			// vrrp_script's rise and fall are keepalived's own.
-			if _, ok := Extensions[k]; ok && nb.blockName() != "vrrp_script" {
+			if IsExtension(nb.blockName(), k) {
 				b.WriteString("†")
 			}
 		}

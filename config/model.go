@@ -100,9 +100,12 @@ type Global struct {
 	// Email is where e-mail alerts go (notification_email, smtp_server,
 	// ...); nil when global_defs names none of its keywords.
 	Email *Email `json:"email,omitempty"`
+	// BGP is the bgp block (a directord extension); nil when not given.
+	BGP *BGP `json:"bgp,omitempty"`
 
 	// smtp_alert, smtp_alert_vrrp and smtp_alert_checker: nil when not given.
 	smtpAlert, smtpAlertVRRP, smtpAlertChecker *bool
+	bgpWithdrawWait                            *time.Duration
 	set                                        map[string]Pos // keywords given, for defaults that depend on them
 }
 
@@ -456,6 +459,9 @@ type VirtualServer struct {
 	// smtp_alert_checker, else smtp_alert, else no; and only when
 	// global_defs' Email is enabled).
 	SMTPAlert bool `json:"smtp_alert,omitempty"`
+	// Announce (announce bgp, a directord extension): the address is
+	// announced by BGP while the service can serve; nil when not given.
+	Announce *Announce `json:"announce,omitempty"`
 
 	timing    timing
 	weight    int

@@ -52,6 +52,7 @@ func (d *decoder) resolve() {
 		d.resolveVS(vs)
 	}
 	d.resolveSMTPAlerts()
+	d.resolveBGP()
 }
 
 // resolveSMTPAlerts applies keepalived's smtp_alert inheritance: an

@@ -62,7 +62,13 @@ type LVS struct {
 	FIFO func(line string)
 	// Alerts mails the smtp_alert e-mails of quorum and real server
 	// changes; nil mails none. Set it before Run.
-	Alerts    *alert.Mailer
+	Alerts *alert.Mailer
+	// OnServing, if set before Run, sees after every attempt to program
+	// the kernel whether each virtual server is programmed and has quorum
+	// (what BGP announces on); it is called from Run's goroutine and must
+	// not block.
+	OnServing func([]Serving)
+
 	scripts   *script.Queue
 	ownQueue  bool // scripts is the LVS's own: its stop waits for them
 	notesMu   sync.Mutex
@@ -90,6 +96,27 @@ type LVS struct {
 	kick    chan struct{}
 	synced  chan struct{} // closed after the first successful sync, for tests
 	stopped chan struct{} // closed when Run returns
+}
+
+// Serving is one virtual server as the announcer sees it.
+type Serving struct {
+	VS *config.VirtualServer
+	// Programmed: its services are in the kernel as wanted (the last
+	// attempt to program it succeeded).
+	Programmed bool
+	Quorum     bool
+}
+
+// serving tells OnServing where every pool stands.
+func (l *LVS) serving(programmed bool) {
+	if l.OnServing == nil {
+		return
+	}
+	out := make([]Serving, len(l.pools))
+	for i, p := range l.pools {
+		out[i] = Serving{VS: p.VS, Programmed: programmed, Quorum: p.QuorumUp()}
+	}
+	l.OnServing(out)
 }
 
 // update is a health verdict on real server rs of pool.
@@ -314,7 +341,10 @@ func (l *LVS) Run(ctx context.Context) error {
 				l.want = nil
 				retry.Reset(backoff)
 				backoff = min(2*backoff, l.RetryMax)
+				l.serving(false)
+				continue
 			}
+			l.serving(true)
 		case <-retry.C:
 			l.want = l.Want()
 			res, err := l.rec.Sync(l.want)
@@ -323,9 +353,11 @@ func (l *LVS) Run(ctx context.Context) error {
 				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
 				retry.Reset(backoff)
 				backoff = min(2*backoff, l.RetryMax)
+				l.serving(false)
 				continue
 			}
 			backoff = l.RetryMin
+			l.serving(true)
 			if len(res.Ops) > 0 || first {
 				l.log.Info("ipvs table programmed", "ops", len(res.Ops), "read_kernel", res.Read)
 			}

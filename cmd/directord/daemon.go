@@ -97,6 +97,12 @@ type daemon struct {
 	// global_defs' e-mail settings; mailKey is those settings.
 	mailer  *alert.Mailer
 	mailKey string
+
+	// bgp is the speaker of global_defs' bgp block, nil without one; read
+	// without d.mu by the data plane's and VRRP's callbacks. bgpDrained is
+	// drain-director, kept across a reload that restarts the speaker.
+	bgp        atomic.Pointer[bgpRun]
+	bgpDrained atomic.Bool
 }
 
 // alerts is the Mailer for cfg's e-mail settings: the daemon's own while
@@ -300,6 +306,15 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 // start runs a configuration: the IPVS side first, so that a master's
 // traffic finds its virtual servers.
 func (d *daemon) start(cfg *config.Config) error {
+	if cfg.Global.BGP != nil {
+		// First, so that its sessions come up while the rest starts;
+		// nothing is announced before the data plane says it serves.
+		b, err := startBGP(cfg, false, d.log)
+		if err != nil {
+			return err
+		}
+		d.bgp.Store(b)
+	}
 	if d.runLVS(cfg) {
 		if err := d.startLVS(cfg); err != nil {
 			return err
@@ -329,6 +344,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 	}
 	lvs.FIFO = d.writeLVS
 	lvs.Alerts = d.alerts(cfg)
+	lvs.OnServing = d.bgpServing
 	for _, w := range ipvsAdvice(os.ReadFile) {
 		d.log.Warn(w)
 	}
@@ -350,7 +366,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 	if d.node != nil {
 		// VRRP runs already (a reload added virtual servers): the sync
 		// daemons start from its instances' present state.
-		d.node.Observe(lvs.Observe)
+		d.node.Observe(d.vrrpObserver(lvs))
 		if st, err := d.node.Status(context.Background()); err == nil {
 			for _, s := range st {
 				lvs.Observe(vrrp.Event{Instance: s.Name, To: s.State})
@@ -479,9 +495,7 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 }
 
 func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle) {
-	if d.lvs != nil {
-		node.Observe(d.lvs.Observe)
-	}
+	node.Observe(d.vrrpObserver(d.lvs))
 	if d.guard == nil {
 		g, err := startGuardian(d.o, d.log)
 		if err != nil {
@@ -497,6 +511,7 @@ func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle)
 	d.reYield(node) // before it runs: its instances start handed over
 	go func() { done <- node.Run(ctx); h.Close() }()
 	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, d.nodeKeyOf(cfg)
+	d.seedBGP()
 }
 
 // stopNode stops VRRP cleanly: priority 0 adverts, addresses removed.
@@ -519,6 +534,12 @@ func (d *daemon) shutdown() error {
 	d.closing = true
 	defer d.publish()
 	var errs []error
+	if b := d.bgp.Load(); b != nil {
+		// Before anything else: the routers stop sending before an
+		// address or a service goes.
+		d.bgp.Store(nil)
+		errs = append(errs, b.stop())
+	}
 	errs = append(errs, d.stopNode())
 	if d.guard != nil {
 		d.guard.Stop() // after VRRP's own hand-over
@@ -632,6 +653,13 @@ func (d *daemon) reloadLocked() error {
 				nodeNL.Close()
 			}
 		}()
+	}
+
+	// BGP before the data plane: an address no longer announced is
+	// withdrawn (and off lo after bgp_withdraw_wait) before its service
+	// goes.
+	if err := d.reloadBGP(cfg); err != nil {
+		log.Error("reload: bgp", "err", err)
 	}
 
 	// The data plane: checks stopped, their verdicts adopted by the new
