@@ -235,6 +235,16 @@ var instanceBlock = &block[Instance]{
 				markSet(&in.set, n)
 			}
 		},
+		"use_vmac": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) {
+				d.useVMAC(n, in)
+			}
+		},
+		"vmac_xmit_base": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) && d.want(n, 0, 0) {
+				markSet(&in.set, n)
+			}
+		},
 		"lvs_sync_daemon_interface": func(d *decoder, n *Node, in *Instance) {
 			// Deprecated form of global lvs_sync_daemon IF INSTANCE; resolved
 			// after reading, when global_defs is known.
@@ -247,9 +257,7 @@ var instanceBlock = &block[Instance]{
 		},
 	},
 	unsupported: map[string]string{
-		"use_vmac":                   "directord moves addresses on the instance's interface",
 		"use_vmac_addr":              "",
-		"vmac_xmit_base":             "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
 		"track_process":              "use track_script",
@@ -633,7 +641,7 @@ func (d *decoder) vip(c *Node) (VIP, bool) {
 		case "no_track":
 			v.NoTrack = true
 		case "use_vmac":
-			d.rep.unsupported(c.Pos, "use_vmac", "directord moves addresses on the instance's interface")
+			d.rep.unsupported(c.Pos, "use_vmac", "an address's own use_vmac; the instance's use_vmac is")
 		default:
 			d.rep.errorf(c.Pos, c.Keyword, "unknown address option %q%s", opt, didYouMean(opt, vipOptions))
 			return v, false
@@ -842,4 +850,73 @@ func (d *decoder) route(c *Node) (Route, bool) {
 		return r, false
 	}
 	return r, true
+}
+
+// useVMAC reads "use_vmac [NAME] [MAC]" (either order) as keepalived's
+// vrrp_vmac_handler does: a word with a colon is a MAC address (six
+// octets, or five and the VRID), another an interface name.
+func (d *decoder) useVMAC(n *Node, in *Instance) {
+	v := in.VMAC
+	if v == nil {
+		v = &VMAC{Pos: n.Pos}
+		in.VMAC = v
+	}
+	if len(n.Args) > 2 {
+		d.rep.warnf(n.Pos, n.Keyword, "unexpected %q ignored", strings.Join(n.Args[2:], " "))
+	}
+	for _, a := range n.Args[:min(len(n.Args), 2)] {
+		if strings.Contains(a, ":") {
+			if v.hwGiven {
+				d.rep.lenient(n.Pos, n.Keyword, "%s: the MAC address is already given: %q ignored, as keepalived does", in.Name, a)
+				continue
+			}
+			hw, vrid, err := parseVMAC(a)
+			if err != "" {
+				d.rep.lenient(n.Pos, n.Keyword, "%s: %q %s: ignored, as keepalived does", in.Name, a, err)
+				continue
+			}
+			v.hw, v.hwVRID, v.hwGiven = hw, vrid, true
+			continue
+		}
+		if v.named {
+			d.rep.lenient(n.Pos, n.Keyword, "%s: the interface name is already given: %q ignored, as keepalived does", in.Name, a)
+			continue
+		}
+		if !ifNameValid(a) {
+			d.rep.lenient(n.Pos, n.Keyword, "%s: %q is too long or not an interface name: ignored, as keepalived does", in.Name, a)
+			continue
+		}
+		v.Name, v.named = a, true
+	}
+}
+
+// parseVMAC reads use_vmac's MAC address: six hexadecimal octets, or five
+// (the VRID is the sixth). It refuses a multicast address and the RFC's own
+// 00:00:5e:00:01/02 prefix, as keepalived does; the error says why.
+func parseVMAC(s string) (hw [6]byte, vrid bool, err string) {
+	parts := strings.Split(strings.TrimSuffix(s, ":"), ":")
+	if len(parts) != 5 && len(parts) != 6 || strings.HasSuffix(s, ":") && len(parts) != 5 {
+		return hw, false, "is not a MAC address"
+	}
+	for i, p := range parts {
+		b, e := strconv.ParseUint(p, 16, 8)
+		if e != nil || len(p) > 2 {
+			return hw, false, "is not a MAC address"
+		}
+		hw[i] = byte(b)
+	}
+	vrid = len(parts) == 5
+	switch {
+	case hw[0]&1 != 0:
+		return hw, false, "is a multicast address"
+	case hw[0] == 0 && hw[1] == 0 && hw[2] == 0x5e && hw[3] == 0 && (hw[4] == 1 || hw[4] == 2):
+		return hw, false, "is an RFC 5798 virtual router MAC, which use_vmac gives without one"
+	}
+	return hw, vrid, ""
+}
+
+// ifNameValid is the kernel's dev_valid_name, as keepalived checks a
+// use_vmac name.
+func ifNameValid(s string) bool {
+	return s != "" && len(s) < 16 && s != "." && s != ".." && !strings.ContainsAny(s, "/: \t\n\v\f\r")
 }
