@@ -42,13 +42,20 @@ type Node struct {
 	delayUntil   time.Time
 	adopted      bool
 	// promoteDevs are the interfaces whose promote_secondaries the Node
-	// sets; promoted those it changed, with the value to restore.
+	// sets; sysctlPaths the sysctl files it sets (setSysctl); promoted
+	// those it changed, by path, with the value to restore.
 	promoteDevs []string
 	promMu      sync.Mutex
+	sysctlPaths []string
 	promoted    map[string]*sysctlSave
-	observe     atomic.Pointer[func(Event)]
-	fifo        func(line string)   // NotifyFIFO's
-	fifoPrio    map[*instance]uint8 // the priorities last seen, under retracking
+	h           *netlink.Handle
+	// vmacs are the macvlans of the use_vmac instances; rpCleared: the
+	// Node has done clearRPFilter.
+	vmacs     []*vmacLink
+	rpCleared bool
+	observe   atomic.Pointer[func(Event)]
+	fifo      func(line string)   // NotifyFIFO's
+	fifoPrio  map[*instance]uint8 // the priorities last seen, under retracking
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the
@@ -122,9 +129,18 @@ type instance struct {
 // thread inside the network namespace the instances belong to; h is a
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
-	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h), pacers: map[string]*Pacer{},
+	n := &Node{log: log, h: h, addrs: NewAddrs(h), routes: NewRoutes(h), pacers: map[string]*Pacer{},
 		startupDelay: cfg.Global.StartupDelay}
 	socks := map[string]*sock{}
+	for _, ci := range cfg.Instances {
+		if ci.VMAC == nil {
+			continue
+		}
+		if err := n.vmac(ci); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("vrrp: %w", err)
+		}
+	}
 	for _, ci := range cfg.Instances {
 		in, err := n.newInstance(cfg, ci, socks)
 		if err != nil {
@@ -166,9 +182,9 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 			n.promote(ci.Interface)
 		}
 		for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-			dev := v.Dev
-			if dev == "" {
-				dev = ci.Interface
+			dev := ci.AddrDev(v)
+			if ci.VMAC != nil && dev == ci.VMAC.Name {
+				continue // vmacSysctls set it, on a link that goes with the Node
 			}
 			if v.Prefix.Addr().Is4() && dev != "" {
 				n.promote(dev)
@@ -231,7 +247,13 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		group = netip.Addr{}
 	}
 	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == "AH" && !ipv6
-	key := fmt.Sprintf("%s/%v/%s/ah=%v", ci.Interface, ipv6, group, ah)
+	// A use_vmac instance sends and hears on its macvlan, unless
+	// vmac_xmit_base (keepalived's vrrp_scheduler: the socket's interface).
+	ifname := ci.Interface
+	if ci.VMAC != nil && !ci.VMAC.XmitBase {
+		ifname = ci.VMAC.Name
+	}
+	key := fmt.Sprintf("%s/%v/%s/ah=%v", ifname, ipv6, group, ah)
 	if unicast {
 		key += fmt.Sprintf("/ttl=%d", ci.UnicastTTL)
 	}
@@ -241,11 +263,11 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		if ah {
 			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
 		}
-		conn, err := open(ci.Interface, ipv6, group)
+		conn, err := open(ifname, ipv6, group)
 		if err == nil && unicast {
 			if err = conn.SetUnicastTTL(ci.UnicastTTL); err != nil {
 				conn.Close()
-				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ci.Interface, err)
+				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ifname, err)
 			}
 		}
 		if err != nil {
@@ -264,7 +286,15 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	case ci.MCastSrcIP.IsValid():
 		in.primary = ci.MCastSrcIP
 	default:
-		if in.primary, err = PrimaryAddr(s.conn.Interface(), ipv6); err != nil {
+		// The interface's own address, also for a macvlan's adverts
+		// (keepalived's VRRP_PKT_SADDR: the configured interface's).
+		ifi := s.conn.Interface()
+		if ci.VMAC != nil {
+			if ifi, err = net.InterfaceByName(ci.Interface); err != nil {
+				return nil, fmt.Errorf("instance %s: interface %s: %w", ci.Name, ci.Interface, err)
+			}
+		}
+		if in.primary, err = PrimaryAddr(ifi, ipv6); err != nil {
 			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
 		}
 	}
@@ -297,10 +327,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	in.anns = map[string]*Announcer{}
 	in.annAddrs = map[string][]netip.Addr{}
 	for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-		dev := v.Dev
-		if dev == "" {
-			dev = ci.Interface
-		}
+		dev := ci.AddrDev(v)
 		in.annAddrs[dev] = append(in.annAddrs[dev], v.Prefix.Addr())
 	}
 	for dev, addrs := range in.annAddrs {
@@ -412,7 +439,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	stopTracking()
 	<-tracked
-	err := errors.Join(n.routes.RemoveAll(), n.addrs.RemoveAll())
+	err := errors.Join(n.routes.RemoveAll(), n.addrs.RemoveAll(), n.removeVMACs(true))
 	n.Close()
 	wg.Wait()
 	n.track.scriptsDone() // notify_stop has run, unless the queue is shared
@@ -435,6 +462,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 	n.adopted, n.delayUntil = true, old.delayUntil
 	n.takeSysctls(old)
+	n.takeVMACs(old)
 	old.willMu.Lock()
 	old.will = nil
 	old.willMu.Unlock()
@@ -517,10 +545,7 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 func (in *instance) takeOver(old *instance) bool {
 	added := false
 	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		dev := v.Dev
-		if dev == "" {
-			dev = in.cfg.Interface
-		}
+		dev := in.cfg.AddrDev(v)
 		if in.node.addrs.take(old.node.addrs, dev, v.Prefix) {
 			continue
 		}
@@ -561,65 +586,77 @@ func (n *Node) promote(dev string) {
 		return
 	}
 	n.promoteDevs = append(n.promoteDevs, dev)
-	path := "/proc/sys/net/ipv4/conf/" + dev + "/promote_secondaries"
+	n.setSysctl("/proc/sys/net/ipv4/conf/"+dev+"/promote_secondaries", "1")
+}
+
+// setSysctl sets the sysctl file at path to val, remembering the value it
+// had to restore it when the Node ends. It runs inside the Node's
+// namespace: the file, kept open, stays that namespace's.
+func (n *Node) setSysctl(path, val string) {
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	if slices.Contains(n.sysctlPaths, path) {
+		return
+	}
+	n.sysctlPaths = append(n.sysctlPaths, path)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		n.log.Warn("vrrp sysctl", "path", path, "err", err)
 		return
 	}
 	orig := make([]byte, 16)
 	k, err := f.ReadAt(orig, 0)
 	orig = bytes.TrimSpace(orig[:k])
 	if k == 0 && err != nil {
-		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		n.log.Warn("vrrp sysctl", "path", path, "err", err)
 		f.Close()
 		return
 	}
-	if string(orig) == "1" {
+	if string(orig) == val {
 		f.Close() // nothing to restore
 		return
 	}
-	if _, err := f.WriteAt([]byte("1"), 0); err != nil {
-		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+	if _, err := f.WriteAt([]byte(val), 0); err != nil {
+		n.log.Warn("vrrp sysctl", "path", path, "err", err)
 		f.Close()
 		return
 	}
 	if n.promoted == nil {
 		n.promoted = map[string]*sysctlSave{}
 	}
-	n.promoted[dev] = &sysctlSave{f: f, orig: orig}
+	n.promoted[path] = &sysctlSave{f: f, orig: orig}
 }
 
-// restoreSysctls puts back what promote changed.
+// restoreSysctls puts back what setSysctl changed.
 func (n *Node) restoreSysctls() {
 	n.promMu.Lock()
 	defer n.promMu.Unlock()
-	for dev, s := range n.promoted {
+	for path, s := range n.promoted {
 		if _, err := s.f.WriteAt(s.orig, 0); err != nil {
-			n.log.Warn("vrrp: restoring promote_secondaries", "interface", dev, "err", err)
+			n.log.Warn("vrrp: restoring a sysctl", "path", path, "err", err)
 		}
 		s.f.Close()
 	}
 	n.promoted = nil
 }
 
-// takeSysctls hands old's saved values for the interfaces n sets too to
-// n: n restores them when it ends, old leaves them.
+// takeSysctls hands old's saved values for the sysctls n sets too to n: n
+// restores them when it ends, old leaves them.
 func (n *Node) takeSysctls(old *Node) {
 	old.promMu.Lock()
 	defer old.promMu.Unlock()
 	n.promMu.Lock()
 	defer n.promMu.Unlock()
-	for _, dev := range n.promoteDevs {
-		if s := old.promoted[dev]; s != nil {
+	for _, path := range n.sysctlPaths {
+		if s := old.promoted[path]; s != nil {
 			if n.promoted == nil {
 				n.promoted = map[string]*sysctlSave{}
 			}
-			if mine := n.promoted[dev]; mine != nil {
+			if mine := n.promoted[path]; mine != nil {
 				mine.f.Close()
 			}
-			n.promoted[dev] = s
-			delete(old.promoted, dev)
+			n.promoted[path] = s
+			delete(old.promoted, path)
 		}
 	}
 }
@@ -629,6 +666,11 @@ func (n *Node) takeSysctls(old *Node) {
 // A Node that never ran (a reload that failed after preparing it) lets go
 // of its link subscription too.
 func (n *Node) Close() {
+	if !n.running.Load() {
+		if err := n.removeVMACs(false); err != nil {
+			n.log.Warn("vrrp", "err", err)
+		}
+	}
 	n.restoreSysctls()
 	if n.track != nil && !n.running.Load() {
 		n.track.close()
@@ -812,10 +854,7 @@ func (in *instance) Transition(from, to State) {
 // addresses adds (on) or removes the instance's virtual addresses.
 func (in *instance) addresses(on bool) {
 	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		dev := v.Dev
-		if dev == "" {
-			dev = in.cfg.Interface
-		}
+		dev := in.cfg.AddrDev(v)
 		var err error
 		if on {
 			err = in.node.addrs.Add(dev, v)

@@ -1,0 +1,371 @@
+package vrrp
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/directord/directord/internal/nstest"
+)
+
+// Namespace tests of use_vmac, beside keepalived 2.2.7 (the host kernel has
+// macvlan).
+
+// vmacFrames records, on one interface of a namespace, the source MAC of the
+// vmacFrames of interest: VRRP adverts (IPv4 protocol 112 or IPv6 next header
+// 112) and gratuitous ARPs, by the address they are about (the advert's
+// source, the ARP's sender).
+type vmacFrames struct {
+	mu   sync.Mutex
+	seen []vmacFrame
+}
+
+type vmacFrame struct {
+	kind string // "vrrp" or "garp"
+	addr netip.Addr
+	mac  string
+}
+
+func watchFrames(t *testing.T, ns *nstest.NS, ifn string) *vmacFrames {
+	t.Helper()
+	f := &vmacFrames{}
+	var fd int
+	var err error
+	ns.Do(t, func() {
+		fd, err = syscall.Socket(syscall.AF_PACKET, syscall.SOCK_DGRAM, int(htons(syscall.ETH_P_ALL)))
+		if err != nil {
+			return
+		}
+		var ifi *net.Interface
+		if ifi, err = net.InterfaceByName(ifn); err != nil {
+			return
+		}
+		err = syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_ALL), Ifindex: ifi.Index})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tv := syscall.Timeval{Usec: 100000}
+	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+	done, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, from, err := syscall.Recvfrom(fd, buf, 0)
+			ll, ok := from.(*syscall.SockaddrLinklayer)
+			if err != nil || !ok || ll.Pkttype == syscall.PACKET_OUTGOING {
+				continue
+			}
+			p := buf[:n]
+			mac := net.HardwareAddr(ll.Addr[:6]).String()
+			var fr vmacFrame
+			switch htons(ll.Protocol) {
+			case syscall.ETH_P_IP:
+				if len(p) < 20 || p[9] != 112 {
+					continue
+				}
+				fr = vmacFrame{"vrrp", netip.AddrFrom4([4]byte(p[12:16])), mac}
+			case syscall.ETH_P_IPV6:
+				if len(p) < 40 || p[6] != 112 {
+					continue
+				}
+				fr = vmacFrame{"vrrp", netip.AddrFrom16([16]byte(p[8:24])), mac}
+			case syscall.ETH_P_ARP:
+				if len(p) < 28 || !bytes.Equal(p[14:18], p[24:28]) {
+					continue
+				}
+				fr = vmacFrame{"garp", netip.AddrFrom4([4]byte(p[14:18])), net.HardwareAddr(p[8:14]).String()}
+			default:
+				continue
+			}
+			f.mu.Lock()
+			f.seen = append(f.seen, fr)
+			f.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done; syscall.Close(fd) })
+	return f
+}
+
+// macs lists the source MACs seen for kind and addr, each once.
+func (f *vmacFrames) macs(kind, addr string) []string {
+	a := netip.MustParseAddr(addr)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, fr := range f.seen {
+		if fr.kind == kind && fr.addr == a && !strings.Contains(strings.Join(out, " "), fr.mac) {
+			out = append(out, fr.mac)
+		}
+	}
+	return out
+}
+
+// neighbour makes ns resolve addr on ifn (a datagram to it) and returns the
+// MAC its neighbour table then holds (within a second). holder, which has
+// addr, is told our MAC beforehand (a permanent entry on each of its
+// links): else, answering the datagram with an ICMP error from addr, it
+// would resolve us with a request that gives addr's sender as the MAC of
+// the interface the error leaves by, which our table would take (for
+// directord and keepalived alike: the kernel's choice).
+func neighbour(t *testing.T, ns *nstest.NS, ifn string, holder *nstest.NS, addr string) string {
+	t.Helper()
+	l, err := ns.NL.LinkByName(ifn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := netip.MustParseAddr(addr)
+	fam := netlink.FAMILY_V4
+	if a.Is6() {
+		fam = netlink.FAMILY_V6
+	}
+	ours, err := ns.NL.AddrList(l, fam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, err := holder.NL.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hl := range links {
+		if hl.Attrs().Name == "lo" {
+			continue
+		}
+		for _, o := range ours {
+			if err := holder.NL.NeighSet(&netlink.Neigh{LinkIndex: hl.Attrs().Index, Family: fam, State: netlink.NUD_PERMANENT,
+				IP: o.IP, HardwareAddr: l.Attrs().HardwareAddr}); err != nil {
+				t.Fatalf("neighbour entry for %s on %s: %v", o.IP, hl.Attrs().Name, err)
+			}
+		}
+	}
+	send := func() {
+		ns.Do(t, func() {
+			if c, err := net.Dial("udp", net.JoinHostPort(addr, "9")); err == nil {
+				c.Write([]byte("x"))
+				c.Close()
+			}
+		})
+	}
+	mac := ""
+	lookup := func() bool {
+		neighs, err := ns.NL.NeighList(l.Attrs().Index, fam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range neighs {
+			if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == a && n.State&(netlink.NUD_REACHABLE|netlink.NUD_STALE|netlink.NUD_DELAY|netlink.NUD_PROBE|netlink.NUD_PERMANENT) != 0 {
+				mac = n.HardwareAddr.String()
+				return true
+			}
+		}
+		send()
+		return false
+	}
+	send()
+	nstest.WaitFor(t, time.Second, addr+" resolved", lookup)
+	return mac
+}
+
+// macvlan returns the macvlan ifn of ns (nil if there is none).
+func macvlan(t *testing.T, ns *nstest.NS, ifn string) *netlink.Macvlan {
+	t.Helper()
+	l, err := ns.NL.LinkByName(ifn)
+	if err != nil {
+		return nil
+	}
+	mv, ok := l.(*netlink.Macvlan)
+	if !ok {
+		t.Fatalf("%s is a %s, not a macvlan", ifn, l.Type())
+	}
+	return mv
+}
+
+func sysctl(t *testing.T, ns *nstest.NS, path string) string {
+	t.Helper()
+	var b []byte
+	var err error
+	ns.Do(t, func() { b, err = os.ReadFile(path) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestVMACBesideKeepalived runs a use_vmac instance of directord beside
+// keepalived 2.2.7, with use_vmac on both sides or on directord's only,
+// over IPv4 and IPv6, with and without vmac_xmit_base, each side master in
+// turn. directord's macvlan is vrrp.51, private, with the VRRP MAC, up,
+// holds the VIP, and is gone after the stop; its adverts and gratuitous
+// ARPs leave with the VMAC (adverts with the interface's own MAC under
+// vmac_xmit_base); keepalived, the backup, resolves the VIP to the VMAC;
+// each side takes over from the other's clean stop.
+func TestVMACBesideKeepalived(t *testing.T) {
+	nstest.RequireRoot(t)
+	cases := []struct {
+		name        string
+		vip         string
+		mine, peers string // the instances' extra lines
+	}{
+		{"IPv4 both", "192.0.2.100/24", "use_vmac", "use_vmac"},
+		{"IPv4 directord only", "192.0.2.100/24", "use_vmac", ""},
+		// Both sides with vmac_xmit_base: a side with it does not hear a
+		// peer that sends from the VMAC, its own macvlan's MAC (the
+		// kernel hands such a frame to that macvlan alone, not to the
+		// interface), as two keepalived 2.2.7 do not (both master; checked
+		// in namespaces).
+		{"IPv4 xmit base", "192.0.2.100/24", "use_vmac\n vmac_xmit_base", "use_vmac\n vmac_xmit_base"},
+		{"IPv6 both", "2001:db8::100/64", "use_vmac", "use_vmac"},
+		{"IPv6 xmit base", "2001:db8::100/64", "use_vmac\n vmac_xmit_base", "use_vmac\n vmac_xmit_base"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := nstest.New(t, fmt.Sprintf("dd-vm-a%d", i))
+			b := nstest.New(t, fmt.Sprintf("dd-vm-b%d", i))
+			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24 2001:db8::2/64")
+			ipv6 := strings.Contains(c.vip, ":")
+			vmacMAC := "00:00:5e:00:01:33"
+			if ipv6 {
+				vmacMAC = "00:00:5e:00:02:33"
+			}
+			vip := strings.Split(c.vip, "/")[0]
+			aMAC := macvlanless(t, a, "dda")
+			seen := watchFrames(t, b, "ddb")
+			limit := 5 * time.Second
+
+			nd := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", c.vip, c.mine))
+			nstest.WaitFor(t, limit, "directord master with the VIP on vrrp.51", func() bool {
+				return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", vip)
+			})
+			mv := macvlan(t, a, "vrrp.51")
+			switch {
+			case mv == nil:
+				t.Fatal("no macvlan vrrp.51")
+			case mv.HardwareAddr.String() != vmacMAC || mv.Mode != netlink.MACVLAN_MODE_PRIVATE || mv.Flags&net.FlagUp == 0:
+				t.Errorf("vrrp.51: MAC %s mode %v flags %v, want %s private up", mv.HardwareAddr, mv.Mode, mv.Flags, vmacMAC)
+			}
+			if a.HasAddr(t, "dda", vip) {
+				t.Error("the VIP is on the interface, not only on the macvlan")
+			}
+			if !ipv6 {
+				for path, want := range map[string]string{
+					"/proc/sys/net/ipv4/conf/vrrp.51/arp_ignore": "1", "/proc/sys/net/ipv4/conf/vrrp.51/accept_local": "1",
+					"/proc/sys/net/ipv4/conf/vrrp.51/rp_filter": "0", "/proc/sys/net/ipv4/conf/dda/arp_ignore": "1",
+					"/proc/sys/net/ipv4/conf/dda/arp_filter": "1", "/proc/sys/net/ipv6/conf/vrrp.51/disable_ipv6": "1",
+				} {
+					if got := sysctl(t, a, path); got != want {
+						t.Errorf("%s = %s, want %s", path, got, want)
+					}
+				}
+			}
+
+			ka := nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "0.1", c.vip, c.peers))
+			peerIf := "ddb"
+			if c.peers != "" {
+				peerIf = "vrrp.51"
+			}
+			nstest.WaitFor(t, limit, "keepalived backup, its macvlan up", func() bool {
+				return c.peers == "" || macvlan(t, b, "vrrp.51") != nil
+			})
+			nstest.HoldFor(t, 500*time.Millisecond, "directord master, keepalived without the VIP", func() bool {
+				return nd.state(t) == Master && !b.HasAddr(t, peerIf, vip)
+			})
+			if mac := neighbour(t, b, "ddb", a, vip); mac != vmacMAC {
+				t.Errorf("keepalived's side resolves %s to %q, want the VMAC %s", vip, mac, vmacMAC)
+			}
+			src := "192.0.2.1"
+			if ipv6 {
+				src = linkLocal(t, a, "dda")
+			}
+			wantAdvert := vmacMAC
+			if strings.Contains(c.mine, "xmit_base") {
+				wantAdvert = aMAC
+			}
+			if got := seen.macs("vrrp", src); len(got) != 1 || got[0] != wantAdvert {
+				t.Errorf("directord's adverts from %s came from MACs %v, want only %s", src, got, wantAdvert)
+			}
+			if !ipv6 {
+				if got := seen.macs("garp", vip); len(got) != 1 || got[0] != vmacMAC {
+					t.Errorf("gratuitous ARPs for %s came from %v, want only the VMAC %s", vip, got, vmacMAC)
+				}
+			}
+
+			nd.stop()
+			nstest.WaitFor(t, limit, "keepalived takes over", func() bool { return b.HasAddr(t, peerIf, vip) })
+			if macvlan(t, a, "vrrp.51") != nil {
+				t.Error("vrrp.51 is left after the stop")
+			}
+			if !ipv6 {
+				for _, k := range []string{"arp_ignore", "arp_filter"} {
+					if got := sysctl(t, a, "/proc/sys/net/ipv4/conf/dda/"+k); got != "0" {
+						t.Errorf("dda's %s is %s after the stop, want 0 back", k, got)
+					}
+				}
+			}
+
+			// And back: directord as backup of keepalived, then master
+			// when keepalived stops.
+			nd = startNode(t, a, nstest.Instance("dda", 50, 3, "0.1", c.vip, c.mine))
+			nstest.WaitFor(t, limit, "directord backup of keepalived", func() bool {
+				st := nd.status(t)
+				return st.State == Backup && st.MasterAddr.IsValid()
+			})
+			if a.HasAddr(t, "vrrp.51", vip) {
+				t.Error("the backup holds the VIP")
+			}
+			if c.peers != "" {
+				if mac := neighbour(t, a, "dda", b, vip); mac != vmacMAC {
+					t.Errorf("directord's side resolves %s to %q, want keepalived's VMAC %s", vip, mac, vmacMAC)
+				}
+			}
+			ka.Stop(10 * time.Second)
+			nstest.WaitFor(t, limit, "directord takes over", func() bool {
+				return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", vip)
+			})
+		})
+	}
+}
+
+// macvlanless returns ifn's own MAC.
+func macvlanless(t *testing.T, ns *nstest.NS, ifn string) string {
+	t.Helper()
+	l, err := ns.NL.LinkByName(ifn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Attrs().HardwareAddr.String()
+}
+
+// linkLocal returns ifn's IPv6 link-local address.
+func linkLocal(t *testing.T, ns *nstest.NS, ifn string) string {
+	t.Helper()
+	l, err := ns.NL.LinkByName(ifn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := ns.NL.AddrList(l, netlink.FAMILY_V6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if a.IP.IsLinkLocalUnicast() {
+			return a.IP.String()
+		}
+	}
+	t.Fatalf("%s has no link-local address", ifn)
+	return ""
+}
