@@ -247,12 +247,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		group = netip.Addr{}
 	}
 	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == "AH" && !ipv6
-	// A use_vmac instance sends and hears on its macvlan, unless
-	// vmac_xmit_base (keepalived's vrrp_scheduler: the socket's interface).
-	ifname := ci.Interface
-	if ci.VMAC != nil && !ci.VMAC.XmitBase {
-		ifname = ci.VMAC.Name
-	}
+	ifname := sendIf(ci)
 	key := fmt.Sprintf("%s/%v/%s/ah=%v", ifname, ipv6, group, ah)
 	if unicast {
 		key += fmt.Sprintf("/ttl=%d", ci.UnicastTTL)
@@ -381,6 +376,16 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	}
 	in.drv = NewDriver(in.params, in)
 	return in, nil
+}
+
+// sendIf is the interface an instance sends and hears adverts on: its
+// macvlan for use_vmac, unless vmac_xmit_base (keepalived's
+// vrrp_scheduler: the socket's interface), else its interface.
+func sendIf(ci *config.Instance) string {
+	if ci.VMAC != nil && !ci.VMAC.XmitBase {
+		return ci.VMAC.Name
+	}
+	return ci.Interface
 }
 
 // interval is our advert interval in the version's unit.

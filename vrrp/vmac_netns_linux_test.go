@@ -369,3 +369,66 @@ func linkLocal(t *testing.T, ns *nstest.NS, ifn string) string {
 	t.Fatalf("%s has no link-local address", ifn)
 	return ""
 }
+
+// TestVMACReload: a reload that keeps use_vmac keeps the macvlan (the same
+// link, the VIP on it at every 10 ms sample, no transition), as
+// keepalived's reload keeps it; one refused (a Node that cannot be made)
+// leaves it alone; one that drops use_vmac removes it once the old
+// instance stops, and the VIP goes on the interface.
+func TestVMACReload(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vmr-a")
+	b := nstest.New(t, "dd-vmr-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	conf := func(prio int, extra string) string {
+		return nstest.Instance("dda", prio, 3, "0.1", "192.0.2.100/24", extra)
+	}
+	na := startNode(t, a, conf(150, "use_vmac"))
+	cfg := parseConf(t, a, conf(150, "use_vmac"))
+	nstest.WaitFor(t, 3*time.Second, "master with the VIP on vrrp.51", func() bool {
+		return na.state(t) == Master && a.HasAddr(t, "vrrp.51", "192.0.2.100")
+	})
+	index := macvlan(t, a, "vrrp.51").Index
+	before := na.status(t).Transitions
+
+	// Refused: the second instance's interface does not exist. The
+	// running macvlan stays.
+	bad := conf(150, "use_vmac") + strings.ReplaceAll(strings.ReplaceAll(conf(100, "use_vmac"), "VI_1", "VI_2"), "dda", "nosuch0")
+	badCfg := parseConf(t, a, bad)
+	var err error
+	a.Do(t, func() { _, err = NewNode(badCfg, a.NL, na.n.log) })
+	if err == nil {
+		t.Fatal("a Node for an absent interface was made")
+	}
+	if mv := macvlan(t, a, "vrrp.51"); mv == nil || mv.Index != index {
+		t.Fatalf("the refused reload took vrrp.51 away (now %v)", mv)
+	}
+
+	count, stop := sampleVIP(t, a, "vrrp.51", netip.MustParseAddr("192.0.2.100"))
+	nstest.WaitFor(t, 5*time.Second, "20 samples", func() bool { return count() >= 20 })
+	na2, cfg2 := reloadNode(t, na, cfg, conf(160, "use_vmac"))
+	after := count()
+	nstest.WaitFor(t, 5*time.Second, "40 samples after the reload", func() bool { return count() >= after+40 })
+	samples, missing := stop()
+	if missing > 0 {
+		t.Errorf("the VIP was missing from vrrp.51 at %d of %d samples through the reload", missing, samples)
+	}
+	if mv := macvlan(t, a, "vrrp.51"); mv == nil || mv.Index != index {
+		t.Fatalf("vrrp.51 is not the same link after the reload (now %v)", mv)
+	}
+	if st := na2.status(t); st.State != Master || st.Transitions != before || st.Priority != 160 {
+		t.Errorf("after the reload: %v, %d transitions (was %d), priority %d; want MASTER, none, 160", st.State, st.Transitions, before, st.Priority)
+	}
+
+	na3, _ := reloadNode(t, na2, cfg2, conf(160, ""))
+	nstest.WaitFor(t, 3*time.Second, "master with the VIP on dda", func() bool {
+		return na3.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
+	})
+	if macvlan(t, a, "vrrp.51") != nil {
+		t.Error("vrrp.51 is left after a reload without use_vmac")
+	}
+	na3.stop()
+	if a.HasAddr(t, "dda", "192.0.2.100") {
+		t.Error("the VIP is left after the stop")
+	}
+}
