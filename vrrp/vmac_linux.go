@@ -109,6 +109,12 @@ func (n *Node) vmac(ci *config.Instance) error {
 	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+v.Name+"/disable_ipv6", disable); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
 	}
+	// No router solicitation from the VMAC when the link comes up: a
+	// switch would learn the VMAC at a backup's port (keepalived drops
+	// them with an nftables rule, setup_rule_drop_router_solicit).
+	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+v.Name+"/router_solicitations", "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+	}
 	if err := h.LinkSetUp(l); err != nil {
 		return fmt.Errorf("instance %s: use_vmac: set %s up: %w", ci.Name, v.Name, err)
 	}

@@ -81,10 +81,13 @@ func watchFrames(t *testing.T, ns *nstest.NS, ifn string) *vmacFrames {
 				}
 				fr = vmacFrame{"vrrp", netip.AddrFrom4([4]byte(p[12:16])), mac}
 			case syscall.ETH_P_IPV6:
-				if len(p) < 40 || p[6] != 112 {
+				if len(p) < 40 || p[6] != 112 && p[6] != 58 {
 					continue
 				}
 				fr = vmacFrame{"vrrp", netip.AddrFrom16([16]byte(p[8:24])), mac}
+				if p[6] == 58 && len(p) > 40 && p[40] == 133 {
+					fr.kind = "rs" // a router solicitation
+				}
 			case syscall.ETH_P_ARP:
 				if len(p) < 28 || !bytes.Equal(p[14:18], p[24:28]) {
 					continue
@@ -114,6 +117,19 @@ func (f *vmacFrames) macs(kind, addr string) []string {
 		}
 	}
 	return out
+}
+
+// macsOf counts the frames of kind from mac.
+func (f *vmacFrames) macsOf(kind, mac string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, fr := range f.seen {
+		if fr.kind == kind && fr.mac == mac {
+			n++
+		}
+	}
+	return n
 }
 
 // neighbour makes ns resolve addr on ifn (a datagram to it) and returns the
@@ -336,6 +352,11 @@ func TestVMACBesideKeepalived(t *testing.T) {
 			nstest.WaitFor(t, limit, "directord takes over", func() bool {
 				return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", vip)
 			})
+			if ipv6 && !strings.Contains(c.mine, "xmit_base") {
+				if got := seen.macsOf("rs", vmacMAC); got > 0 {
+					t.Errorf("%d router solicitations from the VMAC %s: a switch learns it where they come from", got, vmacMAC)
+				}
+			}
 		})
 	}
 }
