@@ -3,6 +3,7 @@ package vrrp
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -425,6 +426,21 @@ func TestVMACReload(t *testing.T) {
 		t.Fatalf("the refused reload took vrrp.51 away (now %v)", mv)
 	}
 
+	// Refused too: another name for the same MAC on the same interface
+	// cannot come up beside the running one (EADDRINUSE); what it made
+	// goes, the running one stays.
+	renamed := parseConf(t, a, conf(150, "use_vmac other"))
+	a.Do(t, func() { _, err = NewNode(renamed, a.NL, na.n.log) })
+	if err == nil {
+		t.Fatal("a second macvlan with the VMAC came up beside the first")
+	}
+	if _, lerr := a.NL.LinkByName("other"); lerr == nil {
+		t.Error("the refused reload left its macvlan other")
+	}
+	if mv := macvlan(t, a, "vrrp.51"); mv == nil || mv.Index != index || mv.Flags&net.FlagUp == 0 {
+		t.Fatalf("the refused rename took vrrp.51 away or down (now %v)", mv)
+	}
+
 	count, stop := sampleVIP(t, a, "vrrp.51", netip.MustParseAddr("192.0.2.100"))
 	nstest.WaitFor(t, 5*time.Second, "20 samples", func() bool { return count() >= 20 })
 	na2, cfg2 := reloadNode(t, na, cfg, conf(160, "use_vmac"))
@@ -452,4 +468,61 @@ func TestVMACReload(t *testing.T) {
 	if a.HasAddr(t, "dda", "192.0.2.100") {
 		t.Error("the VIP is left after the stop")
 	}
+}
+
+// TestVMACFoundAtStart: a macvlan of the name already there (left by a
+// killed directord or keepalived) is taken as it is when it is right,
+// replaced when its MAC is wrong, and removed at the stop either way; an
+// interface of the name that is not a macvlan is an error naming it, and
+// is left alone.
+func TestVMACFoundAtStart(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vmf-a")
+	b := nstest.New(t, "dd-vmf-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	conf := nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "use_vmac")
+	dda, err := a.NL.LinkByName("dda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, mac string
+		same      bool
+	}{{"right", "00:00:5e:00:01:33", true}, {"wrong MAC", "02:00:00:00:00:01", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			hw, _ := net.ParseMAC(c.mac)
+			if err := a.NL.LinkAdd(&netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: "vrrp.51", ParentIndex: dda.Attrs().Index, HardwareAddr: hw},
+				Mode: netlink.MACVLAN_MODE_PRIVATE}); err != nil {
+				t.Fatal(err)
+			}
+			index := macvlan(t, a, "vrrp.51").Index
+			nd := startNode(t, a, conf)
+			nstest.WaitFor(t, 3*time.Second, "master with the VIP on vrrp.51", func() bool {
+				return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", "192.0.2.100")
+			})
+			mv := macvlan(t, a, "vrrp.51")
+			if (mv.Index == index) != c.same || mv.HardwareAddr.String() != "00:00:5e:00:01:33" {
+				t.Errorf("vrrp.51: index %d (was %d), MAC %s; want the same link %v, the VMAC", mv.Index, index, mv.HardwareAddr, c.same)
+			}
+			nd.stop()
+			if macvlan(t, a, "vrrp.51") != nil {
+				t.Error("vrrp.51 is left after the stop")
+			}
+		})
+	}
+	t.Run("not a macvlan", func(t *testing.T) {
+		if err := a.NL.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vrrp.51"}, PeerName: "vrrp.51p"}); err != nil {
+			t.Fatal(err)
+		}
+		defer a.NL.LinkDel(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vrrp.51"}})
+		cfg := parseConf(t, a, conf)
+		var err error
+		a.Do(t, func() { _, err = NewNode(cfg, a.NL, slog.New(slog.NewTextHandler(testWriter{t, a.Name}, nil))) })
+		if err == nil || !strings.Contains(err.Error(), "vrrp.51 exists and is not a macvlan") {
+			t.Fatalf("NewNode: %v; want an error naming vrrp.51", err)
+		}
+		if l, err := a.NL.LinkByName("vrrp.51"); err != nil || l.Type() != "veth" {
+			t.Errorf("the veth vrrp.51 was touched: %v %v", l, err)
+		}
+	})
 }
