@@ -526,3 +526,40 @@ func TestVMACFoundAtStart(t *testing.T) {
 		}
 	})
 }
+
+// TestVMACTracked: the macvlan is tracked as the instance's interface is
+// (keepalived adds the instance to it): set down under directord, the
+// master goes to FAULT and its VIP goes; set up again, it is master
+// again. With dont_track_primary it is not tracked.
+func TestVMACTracked(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vmt-a")
+	b := nstest.New(t, "dd-vmt-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	for _, dont := range []bool{false, true} {
+		extra := "use_vmac"
+		if dont {
+			extra += "\n dont_track_primary"
+		}
+		nd := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", extra))
+		nstest.WaitFor(t, 3*time.Second, "master with the VIP on vrrp.51", func() bool {
+			return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", "192.0.2.100")
+		})
+		mv := macvlan(t, a, "vrrp.51")
+		if err := a.NL.LinkSetDown(mv); err != nil {
+			t.Fatal(err)
+		}
+		if dont {
+			nstest.HoldFor(t, 500*time.Millisecond, "master with dont_track_primary", func() bool { return nd.state(t) == Master })
+		} else {
+			nstest.WaitFor(t, 3*time.Second, "FAULT with vrrp.51 down", func() bool { return nd.state(t) == Fault })
+		}
+		if err := a.NL.LinkSetUp(mv); err != nil {
+			t.Fatal(err)
+		}
+		nstest.WaitFor(t, 5*time.Second, "master again with the VIP", func() bool {
+			return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", "192.0.2.100")
+		})
+		nd.stop()
+	}
+}
