@@ -12,7 +12,7 @@ func newInstance(pos Pos, name string) *Instance {
 		Pos: pos, Name: name, State: "BACKUP", Priority: -1, AdvertInt: time.Second,
 		Version: -1, Preempt: true, UnicastTTL: 255,
 		Garp: GarpSettings{MasterDelay: -1, MasterRepeat: -1, LowerPrioDelay: -1, LowerPrioRepeat: -1,
-			MasterRefresh: -1, MasterRefreshRepeat: -1},
+			MasterRefresh: -1, MasterRefreshRepeat: -1, ExtraIf: -1},
 	}
 }
 
@@ -202,6 +202,17 @@ var instanceBlock = &block[Instance]{
 				in.Garp.LowerPrioRepeat = v
 			}
 		},
+		"garp_extra_if": func(d *decoder, n *Node, in *Instance) {
+			if v, all, ok := d.garpExtraIf(n, 0); ok {
+				in.Garp.ExtraIf, in.Garp.ExtraIfAll = v, all
+			}
+		},
+		"vmac_garp_intvl": func(d *decoder, n *Node, in *Instance) {
+			d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as garp_extra_if, as keepalived does")
+			if v, all, ok := d.garpExtraIf(n, 0); ok {
+				in.Garp.ExtraIf, in.Garp.ExtraIfAll = v, all
+			}
+		},
 		"garp_master_refresh": func(d *decoder, n *Node, in *Instance) {
 			if v, ok := d.garpDelay(n); ok {
 				in.Garp.MasterRefresh = v
@@ -268,8 +279,6 @@ var instanceBlock = &block[Instance]{
 		"linkbeat_use_polling":       "directord follows netlink link state",
 		"debug":                      "",
 		"down_timer_adverts":         "directord keeps the RFC's 3 advert intervals",
-		"garp_extra_if":              "",
-		"vmac_garp_intvl":            "",
 		"old_unicast_checksum":       "",
 	},
 }
@@ -919,4 +928,31 @@ func parseVMAC(s string) (hw [6]byte, vrid bool, err string) {
 // use_vmac name.
 func ifNameValid(s string) bool {
 	return s != "" && len(s) < 16 && s != "." && s != ".." && !strings.ContainsAny(s, "/: \t\n\v\f\r")
+}
+
+// garpExtraIf reads "garp_extra_if [all] SECONDS" (the words in any
+// order), whole seconds from lo to 86400, as keepalived's
+// vrrp_garp_extra_if_handler does; without a time it is ignored.
+func (d *decoder) garpExtraIf(n *Node, lo int64) (time.Duration, bool, bool) {
+	if !d.noBlock(n) {
+		return 0, false, false
+	}
+	all, secs := false, int64(-1)
+	for _, a := range n.Args {
+		if a == "all" {
+			all = true
+			continue
+		}
+		v, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || v < lo || v > 86400 {
+			d.rep.lenient(n.Pos, n.Keyword, "%q is not a whole number of seconds from %d to 86400: ignored, as keepalived does", a, lo)
+			return 0, false, false
+		}
+		secs = v
+	}
+	if secs < 0 {
+		d.rep.lenient(n.Pos, n.Keyword, "given without a time: ignored, as keepalived does")
+		return 0, false, false
+	}
+	return time.Duration(secs) * time.Second, all, true
 }

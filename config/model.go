@@ -142,6 +142,14 @@ type GarpSettings struct {
 	// MasterRefresh resends while master; 0 never.
 	MasterRefresh       time.Duration `json:"master_refresh"`
 	MasterRefreshRepeat int           `json:"master_refresh_repeat"`
+	// ExtraIf is garp_extra_if (vrrp_garp_extra_if, the deprecated
+	// vmac_garp_intvl): while master, one gratuitous ARP or NA per this
+	// period on each other interface that holds the instance's addresses,
+	// with ExtraIfAll ("all"; without it keepalived sends only on the
+	// macvlans of use_vmac_addr, which directord does not make, so the
+	// resolved period is then 0). 0: none.
+	ExtraIf    time.Duration `json:"extra_if,omitempty"`
+	ExtraIfAll bool          `json:"extra_if_all,omitempty"`
 }
 
 // SyncDaemon is lvs_sync_daemon: the kernel's IPVS connection sync.

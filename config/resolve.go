@@ -235,6 +235,9 @@ func (d *decoder) resolveInstance(in *Instance) {
 	defi(&in.Garp.MasterRepeat, g.Garp.MasterRepeat)
 	def(&in.Garp.LowerPrioDelay, g.Garp.LowerPrioDelay)
 	defi(&in.Garp.LowerPrioRepeat, g.Garp.LowerPrioRepeat)
+	if in.Garp.ExtraIf < 0 {
+		in.Garp.ExtraIf, in.Garp.ExtraIfAll = g.Garp.ExtraIf, g.Garp.ExtraIfAll
+	}
 	def(&in.Garp.MasterRefresh, g.Garp.MasterRefresh)
 	defi(&in.Garp.MasterRefreshRepeat, g.Garp.MasterRefreshRepeat)
 	if _, ok := in.set["strict_mode"]; !ok {
@@ -670,6 +673,22 @@ func (d *decoder) resolveVMACs() {
 		if !v.named {
 			v.Name = vmacName(prefix, in.VRID, in.Family == "inet6", taken)
 			taken[v.Name] = true
+		}
+	}
+	for _, in := range d.cfg.Instances {
+		// keepalived: "If there are no extra interfaces, disable
+		// vmac_garp_intvl"; without "all" only use_vmac_addr's macvlans
+		// count, which directord does not make.
+		extra := false
+		own := in.Interface
+		if in.VMAC != nil {
+			own = in.VMAC.Name
+		}
+		for _, v := range append(append([]VIP{}, in.VIPs...), in.ExcludedVIPs...) {
+			extra = extra || in.AddrDev(v) != own
+		}
+		if !extra || !in.Garp.ExtraIfAll {
+			in.Garp.ExtraIf, in.Garp.ExtraIfAll = 0, false
 		}
 	}
 }

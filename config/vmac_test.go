@@ -98,3 +98,50 @@ func TestVMAC(t *testing.T) {
 		})
 	}
 }
+
+// TestGarpExtraIf checks garp_extra_if and its global and deprecated
+// forms as keepalived 2.2.7 resolves them: the instance's, else the
+// global one; 0 unless "all" and an address on another interface than
+// the instance's own (its macvlan with use_vmac).
+func TestGarpExtraIf(t *testing.T) {
+	other := "\n virtual_ipaddress_excluded {\n  10.0.1.1 dev eth1\n }"
+	tests := []struct {
+		name  string
+		conf  string
+		want  string
+		diags string
+	}{
+		{"all with another interface", vi(" garp_extra_if 3 all" + other), "3s all", ""},
+		{"all first", vi(" garp_extra_if all 3" + other), "3s all", ""},
+		{"without all", vi(" garp_extra_if 3" + other), "0s", ""},
+		{"no other interface", vi(" garp_extra_if 3 all\n virtual_ipaddress {\n  10.0.0.1\n }"), "0s", ""},
+		{"the macvlan's interface is another", vi(" use_vmac\n garp_extra_if 3 all\n virtual_ipaddress_excluded {\n  10.0.1.1 dev eth0\n  2001:db8::1 dev eth0\n }"), "3s all", ""},
+		{"global", "global_defs {\n vrrp_garp_extra_if all 5\n}\n" + vi(other), "5s all", ""},
+		{"instance over global", "global_defs {\n vrrp_garp_extra_if all 5\n}\n" + vi(" garp_extra_if 0"+other), "0s", ""},
+		{"deprecated", vi(" vmac_garp_intvl 2 all" + other), "2s all",
+			"/k.conf:4: warning: vmac_garp_intvl: deprecated: read as garp_extra_if, as keepalived does"},
+		{"no time", vi(" garp_extra_if all" + other), "0s",
+			"/k.conf:4: warning: garp_extra_if: given without a time: ignored, as keepalived does"},
+		{"global 0", "global_defs {\n vrrp_garp_extra_if 0 all\n}\n", "",
+			"/k.conf:2: warning: vrrp_garp_extra_if: \"0\" is not a whole number of seconds from 1 to 86400: ignored, as keepalived does"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
+			if got := strings.TrimSpace(diags.String()); got != tt.diags {
+				t.Errorf("diagnostics:\ngot:\n%s\nwant:\n%s", got, tt.diags)
+			}
+			got := ""
+			if len(cfg.Instances) > 0 {
+				g := cfg.Instances[0].Garp
+				got = g.ExtraIf.String()
+				if g.ExtraIfAll {
+					got += " all"
+				}
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -99,6 +99,9 @@ type instance struct {
 	ah       *AHState   // auth_type AH
 	abuf     []byte     // the AH packet around buf's message
 	advSrc   netip.Addr // the last master heard as backup (read's own): skip_check_adv_addr
+	// extraDue is when a master next announces on its other interfaces
+	// (garp_extra_if), in unix nanoseconds.
+	extraDue atomic.Int64
 	// srcMissing: a unicast instance's configured source is no address of
 	// this host, which keeps it in FAULT (srcAbsent).
 	srcMissing bool
@@ -791,7 +794,20 @@ func (in *instance) SendAdvert(prio uint8) {
 		}
 		in.sent.Add(1)
 	}
+	// garp_extra_if: checked at each advert of a master, as keepalived's
+	// vrrp_state_master_tx checks its vmac_garp_timer.
+	if p := in.cfg.Garp.ExtraIf; p > 0 && prio != 0 && State(in.state.Load()) == Master {
+		if now := time.Now(); now.UnixNano() > in.extraDue.Load() {
+			in.extraDue.Store(now.Add(p).UnixNano())
+			in.SendGARP(extraBurst)
+		}
+	}
 }
+
+// extraBurst, queued to announce, is garp_extra_if's: one address on each
+// interface other than the instance's own (its macvlan too with
+// vmac_xmit_base), as keepalived's vrrp_send_vmac_update.
+const extraBurst = -1
 
 // SendGARP is an Action: n announcements of every virtual address.
 func (in *instance) SendGARP(n int) {
@@ -805,7 +821,25 @@ func (in *instance) SendGARP(n int) {
 // announce sends the queued bursts until the queue is closed.
 func (in *instance) announce(done chan<- struct{}) {
 	defer close(done)
+	own := in.cfg.Interface // where the addresses of the instance's own go
+	if in.cfg.VMAC != nil {
+		own = in.cfg.VMAC.Name
+	}
 	for n := range in.garps {
+		if n == extraBurst {
+			if State(in.state.Load()) != Master {
+				continue
+			}
+			for dev, ann := range in.anns {
+				if dev == own && (in.cfg.VMAC == nil || !in.cfg.VMAC.XmitBase) {
+					continue
+				}
+				if err := ann.Announce(in.annAddrs[dev][:1]); err != nil {
+					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+				}
+			}
+			continue
+		}
 		for i := 0; i < n; i++ {
 			// A burst queued while master must not leave after the
 			// addresses have gone to another router.
@@ -842,6 +876,9 @@ func (in *instance) Transition(from, to State) {
 	}
 	if to == Master && in.ah != nil {
 		in.ah.BecomeMaster()
+	}
+	if to == Master && in.cfg.Garp.ExtraIf > 0 {
+		in.extraDue.Store(time.Now().Add(in.cfg.Garp.ExtraIf).UnixNano())
 	}
 	switch {
 	case to == Master:

@@ -563,3 +563,39 @@ func TestVMACTracked(t *testing.T) {
 		nd.stop()
 	}
 }
+
+// TestGarpExtraIf: with garp_extra_if 1 all, a master announces the first
+// address it holds on each other interface once a second, from its
+// adverts, as keepalived's vrrp_send_vmac_update does, and nothing more
+// on its own interface; without it, nothing after the bursts.
+func TestGarpExtraIf(t *testing.T) {
+	nstest.RequireRoot(t)
+	for i, extra := range []string{"garp_extra_if 1 all", ""} {
+		a := nstest.New(t, fmt.Sprintf("dd-gx-a%d", i))
+		b := nstest.New(t, fmt.Sprintf("dd-gx-b%d", i))
+		c := nstest.New(t, fmt.Sprintf("dd-gx-c%d", i))
+		nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+		nstest.Link(t, a, c, "ddc", "ddd", "198.51.100.2/24", "198.51.100.3/24")
+		own, other := nstest.WatchARP(t, b, "ddb"), nstest.WatchARP(t, c, "ddd")
+		conf := nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24",
+			extra+"\n garp_master_delay 60\n virtual_ipaddress_excluded {\n  198.51.100.1/24 dev ddc\n  198.51.100.4/24 dev ddc\n }")
+		nd := startNode(t, a, conf)
+		nstest.WaitFor(t, 3*time.Second, "master", func() bool { return nd.state(t) == Master })
+		nstest.WaitFor(t, 3*time.Second, "the first burst seen on both links", func() bool {
+			return own.Count("192.0.2.100", time.Time{}) > 0 && other.Count("198.51.100.4", time.Time{}) > 0
+		})
+		from := time.Now().Add(500 * time.Millisecond) // the burst's 5 GARPs are spaced by nothing
+		nstest.WaitFor(t, 5*time.Second, "3.5 s of mastership", func() bool { return time.Since(from) > 3*time.Second })
+		to := time.Now()
+		n1 := other.Count("198.51.100.1", from) - other.Count("198.51.100.1", to)
+		n4 := other.Count("198.51.100.4", from)
+		nOwn := own.Count("192.0.2.100", from)
+		switch {
+		case extra != "" && (n1 < 2 || n1 > 4 || n4 != 0 || nOwn != 0):
+			t.Errorf("%s: %d GARPs for the first address on ddc in 3 s, %d for the second, %d on dda; want about 3, 0, 0", extra, n1, n4, nOwn)
+		case extra == "" && (n1 != 0 || nOwn != 0):
+			t.Errorf("without garp_extra_if: %d GARPs on ddc and %d on dda after the first burst; want none", n1, nOwn)
+		}
+		nd.stop()
+	}
+}
