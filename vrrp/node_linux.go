@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -655,7 +656,17 @@ func (n *Node) takeSysctls(old *Node) {
 	defer old.promMu.Unlock()
 	n.promMu.Lock()
 	defer n.promMu.Unlock()
-	for _, path := range n.sysctlPaths {
+	paths := n.sysctlPaths
+	if n.rpCleared {
+		// clearRPFilter found all.rp_filter already 0, cleared by old:
+		// what old raised and cleared is n's to restore now.
+		for path := range old.promoted {
+			if strings.HasSuffix(path, "/rp_filter") && !slices.Contains(paths, path) {
+				paths = append(paths, path)
+			}
+		}
+	}
+	for _, path := range paths {
 		if s := old.promoted[path]; s != nil {
 			if n.promoted == nil {
 				n.promoted = map[string]*sysctlSave{}

@@ -599,3 +599,45 @@ func TestGarpExtraIf(t *testing.T) {
 		nd.stop()
 	}
 }
+
+// TestVMACRPFilter: with net.ipv4.conf.all.rp_filter 1, an IPv4 macvlan
+// gets keepalived's clear_rp_filter: default and the interfaces raised to
+// 1, all set to 0, the macvlan at 0; a reload that keeps the macvlan
+// keeps that; the stop puts every value back.
+func TestVMACRPFilter(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vmrp-a")
+	b := nstest.New(t, "dd-vmrp-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	const dir = "/proc/sys/net/ipv4/conf/"
+	set := func(name, v string) {
+		a.Do(t, func() {
+			if err := os.WriteFile(dir+name+"/rp_filter", []byte(v), 0); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	set("dda", "0")
+	set("default", "0")
+	set("all", "1")
+	check := func(when string, want map[string]string) {
+		t.Helper()
+		for name, v := range want {
+			if got := sysctl(t, a, dir+name+"/rp_filter"); got != v {
+				t.Errorf("%s: %s rp_filter %s, want %s", when, name, got, v)
+			}
+		}
+	}
+	conf := nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "use_vmac")
+	nd := startNode(t, a, conf)
+	nstest.WaitFor(t, 3*time.Second, "master with the VIP on vrrp.51", func() bool {
+		return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", "192.0.2.100")
+	})
+	running := map[string]string{"all": "0", "default": "1", "dda": "1", "lo": "1", "vrrp.51": "0"}
+	check("running", running)
+	nd2, _ := reloadNode(t, nd, parseConf(t, a, conf), nstest.Instance("dda", 160, 3, "0.1", "192.0.2.100/24", "use_vmac"))
+	nstest.WaitFor(t, 3*time.Second, "master after the reload", func() bool { return nd2.state(t) == Master })
+	check("after a reload", running)
+	nd2.stop()
+	check("after the stop", map[string]string{"all": "1", "default": "0", "dda": "0", "lo": "0"})
+}
