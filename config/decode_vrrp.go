@@ -271,7 +271,6 @@ var instanceBlock = &block[Instance]{
 		"use_vmac_addr":              "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
-		"track_process":              "use track_script",
 		"track_bfd":                  "",
 		"virtual_rules":              "",
 		"notify_master_rx_lower_pri": "",
@@ -405,8 +404,7 @@ var syncGroupBlock = &block[SyncGroup]{
 		},
 	},
 	unsupported: map[string]string{
-		"track_process": "use track_script",
-		"track_bfd":     "",
+		"track_bfd": "",
 	},
 }
 

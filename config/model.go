@@ -25,6 +25,8 @@ type Config struct {
 	// TrackFiles are the track_file (vrrp_track_file) blocks that some
 	// instance or sync group tracks.
 	TrackFiles []*TrackFile `json:"track_files,omitempty"`
+	// TrackProcesses are the vrrp_track_process blocks.
+	TrackProcesses []*TrackProcess `json:"track_processes,omitempty"`
 
 	// Differs lists, in the order of the file, each keyword the file uses
 	// that directord runs differently from keepalived (Differences), for
@@ -55,6 +57,12 @@ type Global struct {
 	// keepalived_script if that user exists, else root (resolved at run time).
 	ScriptUser  string `json:"script_user,omitempty"`
 	ScriptGroup string `json:"script_group,omitempty"`
+
+	// ProcessMonitorRcvBufs is the receive buffer of the process events
+	// socket of vrrp_track_process (0: the kernel's default), set past
+	// the kernel's rmem_max with ProcessMonitorRcvBufsForce.
+	ProcessMonitorRcvBufs      uint32 `json:"process_monitor_rcv_bufs,omitempty"`
+	ProcessMonitorRcvBufsForce bool   `json:"process_monitor_rcv_bufs_force,omitempty"`
 
 	SyncDaemon     *SyncDaemon  `json:"lvs_sync_daemon,omitempty"`
 	LVSTimeouts    *LVSTimeouts `json:"lvs_timeouts,omitempty"`
@@ -223,13 +231,14 @@ type VRRPScript struct {
 
 // SyncGroup is a vrrp_sync_group: instances that change state together.
 type SyncGroup struct {
-	Pos             Pos              `json:"pos"`
-	Name            string           `json:"name"`
-	Members         []string         `json:"group"`
-	TrackInterfaces []TrackInterface `json:"track_interface,omitempty"`
-	TrackScripts    []TrackScript    `json:"track_script,omitempty"`
-	TrackFiles      []TrackFileUse   `json:"track_file,omitempty"`
-	Notify          Notify           `json:"notify"`
+	Pos             Pos               `json:"pos"`
+	Name            string            `json:"name"`
+	Members         []string          `json:"group"`
+	TrackInterfaces []TrackInterface  `json:"track_interface,omitempty"`
+	TrackScripts    []TrackScript     `json:"track_script,omitempty"`
+	TrackFiles      []TrackFileUse    `json:"track_file,omitempty"`
+	TrackProcesses  []TrackProcessUse `json:"track_process,omitempty"`
+	Notify          Notify            `json:"notify"`
 	// NotifyPriorityChanges is the group's notify_priority_changes, the
 	// default of its members'; nil when not given.
 	NotifyPriorityChanges *bool `json:"notify_priority_changes,omitempty"`
@@ -292,10 +301,11 @@ type Instance struct {
 	CheckUnicastSrc    bool          `json:"check_unicast_src"`
 	TrackSrcIP         bool          `json:"track_src_ip,omitempty"`
 
-	TrackInterfaces  []TrackInterface `json:"track_interface,omitempty"`
-	TrackScripts     []TrackScript    `json:"track_script,omitempty"`
-	TrackFiles       []TrackFileUse   `json:"track_file,omitempty"`
-	DontTrackPrimary bool             `json:"dont_track_primary,omitempty"`
+	TrackInterfaces  []TrackInterface  `json:"track_interface,omitempty"`
+	TrackScripts     []TrackScript     `json:"track_script,omitempty"`
+	TrackFiles       []TrackFileUse    `json:"track_file,omitempty"`
+	TrackProcesses   []TrackProcessUse `json:"track_process,omitempty"`
+	DontTrackPrimary bool              `json:"dont_track_primary,omitempty"`
 
 	Notify Notify `json:"notify"`
 	// SMTPAlert: the instance's transitions are mailed (smtp_alert, else

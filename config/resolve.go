@@ -40,6 +40,7 @@ func (d *decoder) resolve() {
 	d.pruneSyncGroups()
 	d.resolveTracking()
 	d.resolveTrackFiles()
+	d.resolveTrackProcesses()
 	d.resolveFIFOs()
 	d.resolvePriorityChanges()
 	if sd := g.SyncDaemon; sd != nil && sd.SyncID < 0 {

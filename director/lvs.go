@@ -134,7 +134,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 		if l.notesShut {
 			return
 		}
-		l.scripts.Submit(script.Job{Key: "lvs", Kind: "lvs", Runner: runner, Script: s})
+		l.scripts.Submit(script.PoolJob(runner, s))
 	}
 	return l, nil
 }
@@ -190,42 +190,48 @@ func (l *LVS) ReportGen(ctx context.Context, gen, pool, rs int, st RealState) {
 	}
 }
 
-// Want is the table the pools want now.
+// Want is the table the pools want now. It is a query: it moves no
+// quorum state and runs no script.
 func (l *LVS) Want() ipvs.Table {
 	t := ipvs.Table{}
-	for i := range l.pools {
-		l.update(i, t)
+	for i, p := range l.pools {
+		p.Write(l.states[i], l.drained, t)
 	}
 	return t
 }
 
-// update writes pool i's services into t, and runs the quorum scripts
-// when its quorum changes. A pool that starts without quorum and has no
-// sorry server says nothing, as keepalived.
-func (l *LVS) update(i int, t ipvs.Table) {
+// advance moves pool i's quorum state after a change of its real servers'
+// states or drains, and gives the notifications of a transition: the
+// e-mail, the log, quorum_up or quorum_down, the FIFO line, in
+// keepalived's order (do_vs_notifies).
+func (l *LVS) advance(i int) {
 	p := l.pools[i]
-	started := p.started
-	if !p.Update(l.effective(i), t) || (!started && !p.QuorumUp() && p.VS.SorryServer == nil) {
+	init := p.init
+	if !p.Advance(l.states[i], l.drained) {
 		return
 	}
+	up := p.QuorumUp()
 	if p.VS.SMTPAlert && l.Alerts != nil {
-		var sum int64
-		for _, st := range l.effective(i) {
-			if st.Alive {
-				sum += int64(st.Weight)
-			}
-		}
-		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, p.QuorumUp(), !started, sum))
+		sum := Weigh(p.VS, l.states[i], l.drained, up).Sum
+		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, up, init, int64(sum)))
 	}
-	lvl, s := slog.LevelInfo, script.Quorum(p.VS, p.QuorumUp())
-	if !p.QuorumUp() {
+	lvl := slog.LevelInfo
+	if !up {
 		lvl = slog.LevelWarn
 	}
-	l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", p.QuorumUp())
-	if s != nil {
+	l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", up)
+	if s := script.Quorum(p.VS, up); s != nil {
 		l.Notify(s)
 	}
-	l.fifoVS(p.VS, p.QuorumUp())
+	l.fifoVS(p.VS, up)
+}
+
+// advanceAll is advance for every pool: at the start, and after a drain
+// or a reload, which may move any pool's quorum.
+func (l *LVS) advanceAll() {
+	for i := range l.pools {
+		l.advance(i)
+	}
 }
 
 // Run programs the kernel and keeps it so until ctx ends.
@@ -245,6 +251,9 @@ func (l *LVS) Run(ctx context.Context) error {
 	l.flush.Stop()
 	defer l.flush.Stop()
 	l.syncdOK = l.syncState()
+	// The pools start without quorum: their first step, before the
+	// first sync, says whether they have it.
+	l.advanceAll()
 
 	resync := time.NewTicker(l.Resync)
 	defer resync.Stop()
@@ -287,6 +296,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				}
 			}
 			l.states[u.pool][u.rs] = u.st
+			l.advance(u.pool)
 			if first || l.want == nil {
 				continue // the pending full sync takes it
 			}
@@ -296,7 +306,7 @@ func (l *LVS) Run(ctx context.Context) error {
 			for _, k := range p.Keys {
 				delete(l.want, k)
 			}
-			l.update(u.pool, l.want)
+			p.Write(l.states[u.pool], l.drained, l.want)
 			if err := l.syncServices(p.Keys); err != nil {
 				// The full sync of the retry takes it, with the backoff;
 				// until then verdicts only update the states.
@@ -382,11 +392,12 @@ func (l *LVS) stop() error {
 				continue
 			}
 			if g.LVSFlushOnStop == "" && i < len(l.states) {
+				w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
 				for j, rs := range p.VS.RealServers {
 					if j >= len(l.states[i]) || rs.NotifyDown == nil {
 						continue
 					}
-					if _, in := p.weightOf(rs, l.states[i][j]); in && l.states[i][j].Alive {
+					if w.Reals[j].In && l.states[i][j].Alive {
 						l.Notify(rs.NotifyDown)
 					}
 				}

@@ -347,12 +347,7 @@ func (r *Runner) Adopt(old *Runner) int {
 		n++
 	}
 	for s := range touched {
-		s.alive, s.weight = true, s.cfg.Weight
-		for _, c := range s.checks {
-			s.alive = s.alive && c.Verdict.Up()
-			s.weight += c.dynamic
-		}
-		s.weight = max(s.weight, 0)
+		s.alive, s.weight = s.verdict()
 	}
 	return n
 }
@@ -648,12 +643,7 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	case res.Outcome == Down && !c.Verdict.Up():
 		c.dynamic, c.reported = 0, false
 	}
-	alive, weight := true, s.cfg.Weight
-	for _, o := range s.checks {
-		alive = alive && o.Verdict.Up()
-		weight += o.dynamic
-	}
-	weight = max(weight, 0)
+	alive, weight := s.verdict()
 	if !changed && alive == s.alive && weight == s.weight {
 		return retry
 	}
@@ -665,6 +655,20 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	}
 	r.emit(Event{Pool: s.pool.idx, Real: s.idx, Alive: alive, Weight: weight, Reason: res.Reason})
 	return retry
+}
+
+// verdict is the real server's state from its checks': alive when every
+// checker is up, at its configured weight plus what each MISC_CHECK with
+// misc_dynamic made of it (keepalived's effective_weight: iweight plus
+// each checker's cur_weight), at least 0. What the kernel gets of it is
+// director.Weigh's to decide.
+func (s *server) verdict() (alive bool, weight int) {
+	alive, weight = true, s.cfg.Weight
+	for _, c := range s.checks {
+		alive = alive && c.Verdict.Up()
+		weight += c.dynamic
+	}
+	return alive, max(weight, 0)
 }
 
 // local notes whether server i's last probe was a local fault, and says

@@ -290,11 +290,11 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		ifi := s.conn.Interface()
 		if ci.VMAC != nil {
 			if ifi, err = net.InterfaceByName(ci.Interface); err != nil {
-				return nil, fmt.Errorf("instance %s: interface %s: %w", ci.Name, ci.Interface, err)
+				return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, ci.Interface, err)
 			}
 		}
 		if in.primary, err = PrimaryAddr(ifi, ipv6); err != nil {
-			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
+			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
 	if unicast && (ci.UnicastSrcIP.IsValid() || ci.MCastSrcIP.IsValid()) && srcAbsent(in.primary) {
@@ -338,7 +338,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		ifi, err := net.InterfaceByName(dev)
 		if err != nil {
 			in.closeAnnouncers()
-			return nil, fmt.Errorf("instance %s: interface %s: %w", ci.Name, dev, err)
+			return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, dev, err)
 		}
 		v4, v6 := false, false
 		for _, a := range addrs {
@@ -347,7 +347,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		if in.anns[dev], err = NewAnnouncer(ifi, v4, v6, pace); err != nil {
 			delete(in.anns, dev)
 			in.closeAnnouncers()
-			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
+			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
 	in.params = Params{

@@ -158,13 +158,16 @@ func vrrpKey(cfg *config.Config) string {
 	groups := slices.SortedFunc(slices.Values(cfg.SyncGroups), func(a, b *config.SyncGroup) int { return strings.Compare(a.Name, b.Name) })
 	insts := slices.SortedFunc(slices.Values(cfg.Instances), func(a, b *config.Instance) int { return strings.Compare(a.Name, b.Name) })
 	files := slices.SortedFunc(slices.Values(cfg.TrackFiles), func(a, b *config.TrackFile) int { return strings.Compare(a.Name, b.Name) })
+	// Not sorted: the first of a name is the one tracked.
+	procs := cfg.TrackProcesses
 	return config.Canonical(struct {
-		G          config.Global
-		Scripts    []*config.VRRPScript
-		SyncGroups []*config.SyncGroup
-		Instances  []*config.Instance
-		TrackFiles []*config.TrackFile
-	}{g, scripts, groups, insts, files})
+		G              config.Global
+		Scripts        []*config.VRRPScript
+		SyncGroups     []*config.SyncGroup
+		Instances      []*config.Instance
+		TrackFiles     []*config.TrackFile
+		TrackProcesses []*config.TrackProcess
+	}{g, scripts, groups, insts, files, procs})
 }
 
 // scriptsStopWait bounds the wait at stop for the notify scripts still
@@ -465,7 +468,7 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 	node, err := vrrp.NewNode(cfg, h, d.log)
 	if err != nil {
 		h.Close()
-		return nil, nil, fmt.Errorf("vrrp: %w", err)
+		return nil, nil, err // vrrp.NewNode says "vrrp: ..." itself
 	}
 	if d.scripts != nil {
 		node.ShareScripts(d.scripts)
