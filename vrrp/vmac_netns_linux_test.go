@@ -641,3 +641,34 @@ func TestVMACRPFilter(t *testing.T) {
 	nd2.stop()
 	check("after the stop", map[string]string{"all": "1", "default": "0", "dda": "0", "lo": "0"})
 }
+
+// TestVMACOnKeepalivedOnly: use_vmac on keepalived's side only. directord,
+// its backup on the plain interface, hears its adverts (sent from the
+// VMAC), resolves the VIP to the VMAC, and takes over at keepalived's
+// stop with the VIP on its own interface.
+func TestVMACOnKeepalivedOnly(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vmk-a")
+	b := nstest.New(t, "dd-vmk-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	ka := nstest.Keepalived(t, b, nstest.Instance("ddb", 150, 3, "0.1", "192.0.2.100/24", "use_vmac"))
+	nstest.WaitFor(t, 5*time.Second, "keepalived master on its macvlan", func() bool {
+		return macvlan(t, b, "vrrp.51") != nil && b.HasAddr(t, "vrrp.51", "192.0.2.100")
+	})
+	nd := startNode(t, a, nstest.Instance("dda", 100, 3, "0.1", "192.0.2.100/24", ""))
+	nstest.WaitFor(t, 5*time.Second, "directord backup of keepalived", func() bool {
+		st := nd.status(t)
+		return st.State == Backup && st.MasterAddr.IsValid()
+	})
+	nstest.HoldFor(t, 500*time.Millisecond, "directord backup", func() bool { return nd.state(t) == Backup })
+	if mac := neighbour(t, a, "dda", b, "192.0.2.100"); mac != "00:00:5e:00:01:33" {
+		t.Errorf("directord's side resolves the VIP to %q, want keepalived's VMAC", mac)
+	}
+	if macvlan(t, a, "vrrp.51") != nil {
+		t.Error("directord made a macvlan without use_vmac")
+	}
+	ka.Stop(10 * time.Second)
+	nstest.WaitFor(t, 5*time.Second, "directord takes over", func() bool {
+		return nd.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
+	})
+}
