@@ -115,10 +115,10 @@ var topBlock = &block[Config]{
 				walk(d, n, sslBlock, c.SSL)
 			}
 		},
+		"net_namespace":      func(d *decoder, n *Node, c *Config) { d.netNamespace(n, &c.Global) },
+		"net_namespace_ipvs": func(d *decoder, n *Node, c *Config) { d.netNamespaceIPVS(n, &c.Global) },
 	},
 	unsupported: map[string]string{
-		"net_namespace":            "run directord in the namespace instead",
-		"net_namespace_ipvs":       "",
 		"namespace_with_ipsets":    "",
 		"use_pid_dir":              "",
 		"instance":                 "",
@@ -385,7 +385,7 @@ func globalUnsupported() map[string]string {
 		"checker_log_all_failures", "default_interface", "lvs_flush_onstop_deprecated",
 		"vrrp_down_timer_adverts", "vrrp_garp_extra_if", "vrrp_vmac_garp_intvl",
 		"log_unknown_vrids", "vmac_prefix", "vmac_addr_prefix", "random_seed", "umask",
-		"data_use_instance", "dynamic_interfaces", "net_namespace", "net_namespace_ipvs",
+		"data_use_instance", "dynamic_interfaces",
 		"namespace_with_ipsets", "instance", "use_pid_dir", "linkbeat_use_polling")
 	delete(m, "lvs_flush_onstop_deprecated")
 	return m

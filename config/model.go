@@ -93,6 +93,17 @@ type Global struct {
 	// ...); nil when global_defs names none of its keywords.
 	Email *Email `json:"email,omitempty"`
 
+	// NetNamespace (top-level net_namespace) is the network namespace
+	// directord runs in, /run/netns/NAME; empty: the one it was started
+	// in.
+	NetNamespace string `json:"net_namespace,omitempty"`
+	// NetNamespaceIPVS (top-level net_namespace_ipvs) is where the IPVS
+	// calls go: nil, directord's own namespace; "", the host's (PID 1's);
+	// else /run/netns/NAME.
+	NetNamespaceIPVS *string `json:"net_namespace_ipvs,omitempty"`
+	netnsPos         Pos
+	netnsIPVSPos     Pos
+
 	// smtp_alert, smtp_alert_vrrp and smtp_alert_checker: nil when not given.
 	smtpAlert, smtpAlertVRRP, smtpAlertChecker *bool
 	set                                        map[string]Pos // keywords given, for defaults that depend on them

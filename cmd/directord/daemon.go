@@ -47,6 +47,7 @@ type daemon struct {
 	nodeKey  string // config.Canonical of what the node runs
 
 	k          *ipvs.Client
+	ipvsNS     *os.File // net_namespace_ipvs's namespace, kept for the client's redials
 	lvs        *director.LVS
 	lvsStop    context.CancelFunc
 	lvsDone    chan error
@@ -210,6 +211,47 @@ func (d *daemon) scriptSections(cfg *config.Config) script.Sections {
 	return script.Sections{VRRP: d.runVRRP(), LVS: d.runLVS(cfg)}
 }
 
+// ipvsOptions says where the IPVS socket opens: net_namespace_ipvs's
+// namespace, whose file is opened once and kept for the client's redials;
+// nil for directord's own namespace.
+func (d *daemon) ipvsOptions(cfg *config.Config) (*ipvs.Options, error) {
+	name := cfg.Global.NetNamespaceIPVS
+	if name == nil {
+		return nil, nil
+	}
+	if d.ipvsNS == nil {
+		f, err := ipvsNetNS(*name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Global.NetNamespaceIPVSPos(), err)
+		}
+		d.ipvsNS = f
+	}
+	return &ipvs.Options{NetNS: int(d.ipvsNS.Fd())}, nil
+}
+
+// namespacesKept refuses a reload that changes net_namespace or
+// net_namespace_ipvs, as keepalived 2.2.7 ("Cannot change network
+// namespace at a reload - please restart"): the running configuration
+// goes on.
+func namespacesKept(o *options, old, cfg *config.Config) error {
+	if was, is := netNamespaceOf(o, old), netNamespaceOf(o, cfg); was != is {
+		return fmt.Errorf("net_namespace cannot change at a reload (from %q to %q): restart directord", was, is)
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return "(directord's own)"
+		}
+		if *p == "" {
+			return "(the host's)"
+		}
+		return *p
+	}
+	if was, is := str(old.Global.NetNamespaceIPVS), str(cfg.Global.NetNamespaceIPVS); was != is {
+		return fmt.Errorf("net_namespace_ipvs cannot change at a reload (from %s to %s): restart directord", was, is)
+	}
+	return nil
+}
+
 // daemonMain runs the configuration until SIGTERM or SIGINT; SIGHUP
 // reloads it.
 func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
@@ -311,7 +353,11 @@ func (d *daemon) start(cfg *config.Config) error {
 }
 
 func (d *daemon) startLVS(cfg *config.Config) error {
-	k, err := ipvs.Dial(nil)
+	opts, err := d.ipvsOptions(cfg)
+	if err != nil {
+		return fmt.Errorf("ipvs: virtual servers and sync daemons cannot run: %w", err)
+	}
+	k, err := ipvs.Dial(opts)
 	if err != nil {
 		return fmt.Errorf("ipvs: virtual servers and sync daemons cannot run: %w", err)
 	}
@@ -588,6 +634,9 @@ func (d *daemon) reloadLocked() error {
 			msgs = []string{d.o.file + ": cannot be read"}
 		}
 		return &errBadConfig{msgs}
+	}
+	if err := namespacesKept(d.o, d.cfg, cfg); err != nil {
+		return err
 	}
 	// Scripts are checked again, as keepalived does at a reload: a
 	// permission fixed or broken since counts from now.

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/healthcheck"
+	"github.com/directord/directord/internal/control"
 	"github.com/directord/directord/internal/script"
 )
 
@@ -31,6 +33,14 @@ const (
 	// configuration whose scripts run without enable_script_security.
 	exitConfigSecurity = 6
 )
+
+// init keeps the main goroutine on the main thread, the thread group
+// leader, until run has decided on net_namespace: enterNetNamespace
+// executes directord again from that thread, a plain exec. From another
+// thread, the kernel would first end the leader and give its PID to that
+// thread (de_thread), a path that tracers and pidfd waiters see
+// differently.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -63,6 +73,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID, Strict: o.strict})
 	diags = append(diags, healthcheck.Diagnostics(cfg)...) // the SSL block's files
+	netns := netNamespaceOf(o, cfg)
+	if netns != "" && !o.configTest && !o.dumpConfig && !diags.HasErrors() && !unreadable(diags, o.file) {
+		// Before anything is said or started: the daemon reads the file
+		// again inside the namespace (enterNetNamespace).
+		if err := enterNetNamespace(netns, netnsAt(o, cfg)); err != nil {
+			fmt.Fprintf(stderr, "directord: %v\n", err)
+			return exitFailure
+		}
+		if !o.controlSet {
+			o.control = control.NamespaceSocket(netns)
+		}
+	}
+	runtime.UnlockOSThread() // see init
 	for _, d := range diags {
 		fmt.Fprintln(stderr, d.String())
 	}
@@ -86,10 +109,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	case o.configTest:
+		if netns != "" {
+			if _, err := os.Stat(netnsPath(netns)); err != nil {
+				fmt.Fprintf(stderr, "%s: warning: net_namespace: %s does not exist on this host: directord would stop at start, as keepalived\n", netnsAt(o, cfg), netnsPath(netns))
+			}
+		}
 		fmt.Fprint(stdout, summary(cfg, diags))
 		return scriptTest(cfg, stderr)
 	}
 	return daemonMain(o, cfg, stderr)
+}
+
+// netNamespaceOf is the namespace the daemon runs in: -s NAME, else the
+// file's net_namespace, else none ("").
+func netNamespaceOf(o *options, cfg *config.Config) string {
+	if o.netns != "" {
+		return o.netns
+	}
+	if cfg == nil {
+		return ""
+	}
+	return cfg.Global.NetNamespace
+}
+
+// netnsAt is where the namespace was named, for messages.
+func netnsAt(o *options, cfg *config.Config) string {
+	if o.netns != "" {
+		return "directord -s " + o.netns
+	}
+	return cfg.Global.NetNamespacePos().String()
 }
 
 // unreadable reports whether the main file itself could not be read.
