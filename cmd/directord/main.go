@@ -262,6 +262,18 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 			out("  %s\n", d)
 		}
 	}
+	// What the file asks for that directord does not do at all: one line
+	// per function lost, its keywords and where (config.Losses).
+	if ls := config.Losses(diags); len(ls) > 0 {
+		out("what this file relies on that directord does not do:\n")
+		for _, l := range ls {
+			var uses []string
+			for _, d := range l.Uses {
+				uses = append(uses, d.Keyword+" at "+d.Pos.String())
+			}
+			out("  %s: %s\n", l.What, strings.Join(uses, ", "))
+		}
+	}
 	warnings, unsupported := 0, 0
 	for _, d := range diags {
 		if d.Unsupported {

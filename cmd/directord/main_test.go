@@ -111,6 +111,9 @@ func TestConfigTestExitCodes(t *testing.T) {
 	// Each keyword run differently from keepalived is listed with its
 	// file:line and how (config.Differences).
 	differs := writeConf(t, strings.Replace(goodConf, "interface eth0", "interface eth0\n    no_accept", 1))
+	// Each function lost is one line, its keywords and lines listed.
+	lost := writeConf(t, "vrrp_track_process p {\n    process x\n}\nglobal_defs {\n    enable_snmp_vrrp\n}\n"+
+		strings.Replace(goodConf, "interface eth0", "interface eth0\n    track_process {\n        p\n    }", 1))
 	tests := []struct {
 		name       string
 		args       []string
@@ -126,6 +129,10 @@ func TestConfigTestExitCodes(t *testing.T) {
 				"  real_server 192.0.2.11:443 (" + unchecked + ":15): PING_CHECK at " + unchecked + ":16, BFD_CHECK at " + unchecked + ":18 not supported by directord; checked only by its other checkers\n", ""},
 		{"ha_suspend on a group", []string{"-t", "-f", haGroup}, exitOK,
 			"  virtual_server group web (" + haGroup + ":11): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group\n", ""},
+		{"losses listed", []string{"-t", "-f", lost}, exitOK,
+			"what this file relies on that directord does not do:\n" +
+				"  the VIP no longer follows a process (use a vrrp_script that checks it): vrrp_track_process at " + lost + ":1, track_process at " + lost + ":9\n" +
+				"  no SNMP or DBus (use directorctl and the Prometheus metrics): enable_snmp_vrrp at " + lost + ":5\n", ""},
 		{"differences listed", []string{"-t", "-f", differs}, exitOK,
 			"differences from keepalived that this file relies on:\n  " + differs + ":3: no_accept (in vrrp_instance): read, no effect: keepalived carries no_accept out only through", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
