@@ -104,6 +104,16 @@ type Global struct {
 	netnsPos         Pos
 	netnsIPVSPos     Pos
 
+	// NFTable (nftables NAME; vrrp_iptables too, as keepalived 2.2.7
+	// built without iptables reads it) names the nftables table that
+	// drops traffic to the VIPs of masters without accept mode; empty:
+	// keepalived's "keepalived", made only when such an instance exists.
+	NFTable string `json:"nftables,omitempty"`
+	// NFTPriority is nftables_priority, the chains' priority; nil: -1.
+	NFTPriority *int32 `json:"nftables_priority,omitempty"`
+	// NFTCounters (nftables_counters) adds a counter to each drop rule.
+	NFTCounters bool `json:"nftables_counters,omitempty"`
+
 	// smtp_alert, smtp_alert_vrrp and smtp_alert_checker: nil when not given.
 	smtpAlert, smtpAlertVRRP, smtpAlertChecker *bool
 	set                                        map[string]Pos // keywords given, for defaults that depend on them

@@ -24,6 +24,7 @@ import (
 	"github.com/directord/directord/healthcheck"
 	"github.com/directord/directord/internal/alert"
 	"github.com/directord/directord/internal/metrics"
+	"github.com/directord/directord/internal/nft"
 	"github.com/directord/directord/internal/notifyfifo"
 	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
@@ -47,7 +48,8 @@ type daemon struct {
 	nodeKey  string // config.Canonical of what the node runs
 
 	k          *ipvs.Client
-	ipvsNS     *os.File // net_namespace_ipvs's namespace, kept for the client's redials
+	ipvsNS     *os.File   // net_namespace_ipvs's namespace, kept for the client's redials
+	fw         *nft.Table // the VIPs' drop table (nftables), across reloads; nil if none
 	lvs        *director.LVS
 	lvsStop    context.CancelFunc
 	lvsDone    chan error
@@ -229,6 +231,34 @@ func (d *daemon) ipvsOptions(cfg *config.Config) (*ipvs.Options, error) {
 	return &ipvs.Options{NetNS: int(d.ipvsNS.Fd())}, nil
 }
 
+// firewall is the nftables table of cfg's instances without accept
+// mode, opened once (a table of its name left by a crash is deleted
+// then) and kept across reloads; nil when no instance drops its VIPs.
+func (d *daemon) firewall(cfg *config.Config) (*nft.Table, error) {
+	name := cfg.NFTableName()
+	if name == "" {
+		return nil, nil
+	}
+	if d.fw == nil {
+		t, err := nft.Open(nft.Options{Table: name, Priority: cfg.Global.NFTPriorityOrDefault(), Counters: cfg.Global.NFTCounters})
+		if err != nil {
+			return nil, fmt.Errorf("vrrp: the drop rules of instances without accept mode: %w", err)
+		}
+		d.fw = t
+		for _, in := range cfg.Instances {
+			if !in.DropsVIPs() {
+				continue
+			}
+			for _, v := range append(append([]config.VIP{}, in.VIPs...), in.ExcludedVIPs...) {
+				if !v.Prefix.Addr().Unmap().Is4() {
+					d.log.Warn("vrrp firewall: IPv6 virtual addresses are not filtered (directord builds keepalived's IPv4 nftables rules only)", "instance", in.Name, "vip", v.Prefix.String())
+				}
+			}
+		}
+	}
+	return d.fw, nil
+}
+
 // namespacesKept refuses a reload that changes net_namespace or
 // net_namespace_ipvs, as keepalived 2.2.7 ("Cannot change network
 // namespace at a reload - please restart"): the running configuration
@@ -248,6 +278,10 @@ func namespacesKept(o *options, old, cfg *config.Config) error {
 	}
 	if was, is := str(old.Global.NetNamespaceIPVS), str(cfg.Global.NetNamespaceIPVS); was != is {
 		return fmt.Errorf("net_namespace_ipvs cannot change at a reload (from %s to %s): restart directord", was, is)
+	}
+	// keepalived: "Cannot change nftables table name at a reload".
+	if was, is := old.NFTableName(), cfg.NFTableName(); was != "" && is != "" && was != is {
+		return fmt.Errorf("the nftables table cannot change at a reload (from %s to %s): restart directord", was, is)
 	}
 	return nil
 }
@@ -513,6 +547,13 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 		h.Close()
 		return nil, nil, fmt.Errorf("vrrp: %w", err)
 	}
+	if fw, err := d.firewall(cfg); err != nil {
+		node.Close()
+		h.Close()
+		return nil, nil, err
+	} else if fw != nil {
+		node.SetFirewall(fw)
+	}
 	if d.scripts != nil {
 		node.ShareScripts(d.scripts)
 	}
@@ -563,6 +604,11 @@ func (d *daemon) shutdown() error {
 	defer d.publish()
 	var errs []error
 	errs = append(errs, d.stopNode())
+	if d.fw != nil {
+		// After VRRP has removed its addresses, as keepalived's nft_end.
+		errs = append(errs, d.fw.Close())
+		d.fw = nil
+	}
 	if d.guard != nil {
 		d.guard.Stop() // after VRRP's own hand-over
 		d.guard = nil
