@@ -212,6 +212,29 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		out("vrrp_instance %s: %s VRRPv%d VRID %d on %s, priority %d, advert %s, %d VIPs %v\n",
 			in.Name, in.State, in.Version, in.VRID, orNone(in.Interface), in.Priority, in.AdvertInt, len(in.VIPs), vips)
 	}
+	if t := cfg.NFTableName(); t != "" {
+		var names []string
+		for _, in := range cfg.Instances {
+			if in.DropsVIPs() {
+				names = append(names, in.Name)
+			}
+		}
+		if len(names) > 0 {
+			out("nftables: table ip %s drops traffic to and from the IPv4 VIPs of %s while master (no accept mode)\n", t, strings.Join(names, ", "))
+		}
+	}
+	if g := cfg.Global; g.NetNamespace != "" || g.NetNamespaceIPVS != nil {
+		if g.NetNamespace != "" {
+			out("net_namespace: directord runs in %s\n", netnsPath(g.NetNamespace))
+		}
+		if p := g.NetNamespaceIPVS; p != nil {
+			where := netnsPath(*p)
+			if *p == "" {
+				where = "the host's namespace (PID 1's)"
+			}
+			out("net_namespace_ipvs: the virtual servers go to %s\n", where)
+		}
+	}
 	for _, vs := range cfg.VirtualServers {
 		checks := 0
 		for _, rs := range vs.RealServers {

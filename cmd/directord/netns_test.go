@@ -21,6 +21,9 @@ func TestConfigTestAbsentNamespace(t *testing.T) {
 	if code := run([]string{"-t", "-f", file}, &stdout, &stderr); code != exitOK {
 		t.Errorf("exit %d, want 0\n%s", code, stderr.String())
 	}
+	if !strings.Contains(stdout.String(), "\nnet_namespace: directord runs in /run/netns/"+name+"\n") {
+		t.Errorf("summary lacks the namespace:\n%s", stdout.String())
+	}
 	want := file + ":1: warning: net_namespace: /run/netns/" + name + " does not exist on this host: directord would stop at start, as keepalived"
 	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("standard error lacks %q:\n%s", want, stderr.String())
@@ -61,5 +64,17 @@ func TestNamespacesKeptAtReload(t *testing.T) {
 				t.Errorf("error %q, want %q", got, tt.err)
 			}
 		})
+	}
+}
+
+// TestConfigTestSummaryDrops: -t names the table and the instances whose
+// VIPs it drops while master.
+func TestConfigTestSummaryDrops(t *testing.T) {
+	file := writeConf(t, "global_defs {\n    vrrp_strict\n}\n"+strings.Replace(goodConf, "interface eth0", "interface eth0\n    version 3", 1))
+	var stdout, stderr bytes.Buffer
+	run([]string{"-t", "-f", file}, &stdout, &stderr)
+	want := "\nnftables: table ip keepalived drops traffic to and from the IPv4 VIPs of VI_1 while master (no accept mode)\n"
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("summary lacks %q:\n%s\n%s", want, stdout.String(), stderr.String())
 	}
 }
