@@ -368,8 +368,8 @@ func globalUnsupported() map[string]string {
 		"snmp_socket", "enable_traps", "enable_snmp_vrrp", "enable_snmp_keepalived",
 		"enable_snmp_rfc", "enable_snmp_rfcv2", "enable_snmp_rfcv3", "enable_snmp_checker",
 		"enable_dbus", "dbus_service_name")
-	add("directord builds keepalived's IPv4 nftables drop table only (docs/vrrp.md)",
-		"nftables_ifindex", "disable_local_igmp")
+	add("directord builds no per-interface link-local sets (docs/vrrp.md)", "nftables_ifindex")
+	add("directord builds no IGMP/MLD rules: they are for VMAC interfaces", "disable_local_igmp")
 	add("directord makes no nftables rules for IPVS", "nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark")
 	add("ipsets are iptables': Debian's keepalived 2.2.7, built without iptables, does not know it either", "vrrp_ipsets")
 	add("use notify scripts",

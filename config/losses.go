@@ -29,7 +29,7 @@ var losses = []loss{
 		[]string{"virtual_rules"}},
 	{"no VRF: the instance's addresses and adverts use the main routing table",
 		[]string{"vrf"}},
-	{"firewall rules beyond the IPv4 drop table of masters without accept mode (IPv6 link-local, IGMP/MLD, ipsets) are not made",
+	{"firewall rules beyond the drop tables of masters without accept mode (link-local sets, IGMP/MLD, ipsets) are not made",
 		[]string{"vrrp_ipsets", "namespace_with_ipsets", "nftables_ifindex", "disable_local_igmp"}},
 	{"no nftables rules for IPVS (the fwmarks of virtual servers on address ranges)",
 		[]string{"nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark"}},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 
 	"github.com/directord/directord/internal/nstest"
 )
@@ -17,19 +18,19 @@ import (
 // nftView is what nft list table ip NAME would show, in words: each
 // chain's hook, priority and policy with its rules' expression types,
 // and the set's elements.
-func nftView(t *testing.T, ns *nstest.NS, table string) (chains string, vips []netip.Addr, ok bool) {
+func nftView(t *testing.T, ns *nstest.NS, fam nftables.TableFamily, table string) (chains string, vips []netip.Addr, ok bool) {
 	t.Helper()
 	ns.Do(t, func() {
 		c, err := nftables.New()
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, err := c.ListTableOfFamily(table, nftables.TableFamilyIPv4)
+		tb, err := c.ListTableOfFamily(table, fam)
 		if err != nil {
 			return
 		}
 		ok = true
-		chs, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+		chs, err := c.ListChainsOfTableFamily(fam)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,13 +39,21 @@ func nftView(t *testing.T, ns *nstest.NS, table string) (chains string, vips []n
 			if ch.Table.Name != tb.Name {
 				continue
 			}
-			line := fmt.Sprintf("chain %s type %s hook %d priority %d policy %d:", ch.Name, ch.Type, *ch.Hooknum, *ch.Priority, *ch.Policy)
+			line := "chain " + ch.Name
+			if ch.Hooknum != nil {
+				line += fmt.Sprintf(" type %s hook %d priority %d policy %d", ch.Type, *ch.Hooknum, *ch.Priority, *ch.Policy)
+			}
+			line += ":"
 			rules, err := c.GetRules(tb, ch)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range rules {
 				for _, e := range r.Exprs {
+					if _, ok := e.(*expr.Counter); ok {
+						line += " counter" // its values are the traffic's
+						continue
+					}
 					line += fmt.Sprintf(" %T%+v", e, e)
 				}
 			}
@@ -61,7 +70,20 @@ func nftView(t *testing.T, ns *nstest.NS, table string) (chains string, vips []n
 			t.Fatal(err)
 		}
 		for _, e := range els {
-			vips = append(vips, netip.AddrFrom4([4]byte(e.Key)))
+			a, _ := netip.AddrFromSlice(e.Key)
+			vips = append(vips, a)
+		}
+		if nd, err := c.GetSetByName(tb, "neighbor-discovery"); err == nil {
+			els, err := c.GetSetElements(nd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for _, e := range els {
+				keys = append(keys, fmt.Sprint(e.Key))
+			}
+			sort.Strings(keys)
+			chains += fmt.Sprintf("\nset neighbor-discovery constant %v: %v", nd.Constant, keys)
 		}
 	})
 	return chains, vips, ok
@@ -76,38 +98,54 @@ func nftView(t *testing.T, ns *nstest.NS, table string) (chains string, vips []n
 // directord's is gone with it.
 func TestStrictDropsLikeKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-nft-a")
-	b := nstest.New(t, "dd-nft-b")
-	nstest.Link(t, a, b, "dfa", "dfb", "192.0.2.1/24", "192.0.2.2/24")
-	global := "global_defs {\n    vrrp_strict\n    nftables_counters\n}\n"
-	d := startDirectord(t, a, global+nstest.Instance("dfa", 150, 3, "0.1", "192.0.2.100/24", ""))
-	nstest.Keepalived(t, b, global+nstest.Instance("dfb", 100, 3, "0.1", "192.0.2.100/24", ""))
-	nstest.WaitFor(t, 5*time.Second, "directord master", func() bool { return a.HasAddr(t, "dfa", "192.0.2.100") })
-	var ours string
-	nstest.WaitFor(t, 2*time.Second, "directord's table with the VIP", func() bool {
-		chains, vips, ok := nftView(t, a, "keepalived")
-		ours = chains
-		return ok && len(vips) == 1 && vips[0] == netip.MustParseAddr("192.0.2.100")
-	})
-	if _, _, ok := nftView(t, b, "keepalived"); ok {
-		t.Error("keepalived made a table as backup")
+	for i, tc := range []struct {
+		name string
+		fam  nftables.TableFamily
+		vip  string
+	}{
+		{"IPv4", nftables.TableFamilyIPv4, "192.0.2.100/24"},
+		{"IPv6", nftables.TableFamilyIPv6, "2001:db8::100/64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := nstest.New(t, fmt.Sprintf("dd-nft-a%d", i))
+			b := nstest.New(t, fmt.Sprintf("dd-nft-b%d", i))
+			nstest.Link(t, a, b, "dfa", "dfb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24 2001:db8::2/64")
+			vip := netip.MustParsePrefix(tc.vip).Addr()
+			global := "global_defs {\n    vrrp_strict\n    nftables_counters\n}\n"
+			d := startDirectord(t, a, global+nstest.Instance("dfa", 150, 3, "0.1", tc.vip, ""))
+			nstest.Keepalived(t, b, global+nstest.Instance("dfb", 100, 3, "0.1", tc.vip, ""))
+			nstest.WaitFor(t, 5*time.Second, "directord master", func() bool { return a.HasAddr(t, "dfa", vip.String()) })
+			var ours string
+			nstest.WaitFor(t, 2*time.Second, "directord's table with the VIP", func() bool {
+				chains, vips, ok := nftView(t, a, tc.fam, "keepalived")
+				ours = chains
+				return ok && len(vips) == 1 && vips[0] == vip
+			})
+			// keepalived may have been master for a moment at its start,
+			// until directord's adverts: it then leaves (its table stays,
+			// empty).
+			nstest.WaitFor(t, 3*time.Second, "keepalived backup, dropping nothing", func() bool {
+				_, vips, _ := nftView(t, b, tc.fam, "keepalived")
+				return len(vips) == 0 && !b.HasAddr(t, "dfb", vip.String())
+			})
+			d.Signal(syscall.SIGTERM)
+			nstest.WaitFor(t, 3*time.Second, "keepalived master", func() bool { return b.HasAddr(t, "dfb", vip.String()) })
+			var theirs string
+			nstest.WaitFor(t, 2*time.Second, "keepalived's table with the VIP", func() bool {
+				chains, vips, ok := nftView(t, b, tc.fam, "keepalived")
+				theirs = chains
+				return ok && len(vips) == 1 && vips[0] == vip
+			})
+			if ours != theirs {
+				t.Errorf("directord's table:\n%s\nkeepalived's:\n%s", ours, theirs)
+			}
+			if !d.Wait(5 * time.Second) {
+				t.Fatal("directord did not exit")
+			}
+			if _, _, ok := nftView(t, a, tc.fam, "keepalived"); ok {
+				t.Error("directord left its table at stop")
+			}
+			t.Logf("both:\n%s", ours)
+		})
 	}
-	d.Signal(syscall.SIGTERM)
-	nstest.WaitFor(t, 3*time.Second, "keepalived master", func() bool { return b.HasAddr(t, "dfb", "192.0.2.100") })
-	var theirs string
-	nstest.WaitFor(t, 2*time.Second, "keepalived's table with the VIP", func() bool {
-		chains, vips, ok := nftView(t, b, "keepalived")
-		theirs = chains
-		return ok && len(vips) == 1 && vips[0] == netip.MustParseAddr("192.0.2.100")
-	})
-	if ours != theirs {
-		t.Errorf("directord's table:\n%s\nkeepalived's:\n%s", ours, theirs)
-	}
-	if !d.Wait(5 * time.Second) {
-		t.Fatal("directord did not exit")
-	}
-	if _, _, ok := nftView(t, a, "keepalived"); ok {
-		t.Error("directord left its table at stop")
-	}
-	t.Logf("both:\n%s", ours)
 }

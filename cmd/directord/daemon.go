@@ -250,8 +250,8 @@ func (d *daemon) firewall(cfg *config.Config) (*nft.Table, error) {
 				continue
 			}
 			for _, v := range append(append([]config.VIP{}, in.VIPs...), in.ExcludedVIPs...) {
-				if !v.Prefix.Addr().Unmap().Is4() {
-					d.log.Warn("vrrp firewall: IPv6 virtual addresses are not filtered (directord builds keepalived's IPv4 nftables rules only)", "instance", in.Name, "vip", v.Prefix.String())
+				if a := v.Prefix.Addr(); a.Is6() && a.IsLinkLocalUnicast() {
+					d.log.Warn("vrrp firewall: link-local virtual addresses are not filtered (keepalived's per-interface sets are not built)", "instance", in.Name, "vip", v.Prefix.String())
 				}
 			}
 		}

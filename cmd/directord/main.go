@@ -220,7 +220,7 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 			}
 		}
 		if len(names) > 0 {
-			out("nftables: table ip %s drops traffic to and from the IPv4 VIPs of %s while master (no accept mode)\n", t, strings.Join(names, ", "))
+			out("nftables: table %s drops traffic to and from the VIPs of %s while master (no accept mode)\n", t, strings.Join(names, ", "))
 		}
 	}
 	if g := cfg.Global; g.NetNamespace != "" || g.NetNamespaceIPVS != nil {

@@ -134,7 +134,7 @@ func TestConfigTestExitCodes(t *testing.T) {
 				"  the VIP no longer follows a process (use a vrrp_script that checks it): vrrp_track_process at " + lost + ":1, track_process at " + lost + ":9\n" +
 				"  no SNMP or DBus (use directorctl and the Prometheus metrics): enable_snmp_vrrp at " + lost + ":5\n", ""},
 		{"differences listed", []string{"-t", "-f", differs}, exitOK,
-			"differences from keepalived that this file relies on:\n  " + differs + ":3: no_accept (in vrrp_instance): a master drops traffic to and from its IPv4 VIPs through keepalived's nftables table", ""},
+			"differences from keepalived that this file relies on:\n  " + differs + ":3: no_accept (in vrrp_instance): a master drops traffic to and from its VIPs through keepalived's nftables tables", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
 		{"lenient", []string{"-t", "-f", lenient}, exitOK, "configuration OK: " + lenient,
 			lenient + ":3: warning: state: \"SLAVE\" is not MASTER or BACKUP: BACKUP, as keepalived does"},

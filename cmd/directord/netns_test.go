@@ -73,7 +73,7 @@ func TestConfigTestSummaryDrops(t *testing.T) {
 	file := writeConf(t, "global_defs {\n    vrrp_strict\n}\n"+strings.Replace(goodConf, "interface eth0", "interface eth0\n    version 3", 1))
 	var stdout, stderr bytes.Buffer
 	run([]string{"-t", "-f", file}, &stdout, &stderr)
-	want := "\nnftables: table ip keepalived drops traffic to and from the IPv4 VIPs of VI_1 while master (no accept mode)\n"
+	want := "\nnftables: table keepalived drops traffic to and from the VIPs of VI_1 while master (no accept mode)\n"
 	if !strings.Contains(stdout.String(), want) {
 		t.Errorf("summary lacks %q:\n%s\n%s", want, stdout.String(), stderr.String())
 	}

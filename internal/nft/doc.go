@@ -13,10 +13,13 @@
 //		chain out { type filter hook output priority -1; policy accept; ip saddr @vips drop }
 //	}
 //
-// with a counter before each drop under nftables_counters, and the name
-// and priority of global_defs' nftables and nftables_priority. IPv6
-// virtual addresses are not filtered yet (keepalived's ip6 table, with
-// its neighbour discovery and link-local exemptions, is not built).
+// and for IPv6 VIPs table ip6 of the same name, whose chains first
+// accept neighbour solicitations and advertisements (set
+// neighbor-discovery) and send link-local traffic to the chains
+// in_link_local and out_link_local. A counter goes before each verdict
+// under nftables_counters; global_defs' nftables and nftables_priority
+// give the name and priority. Link-local VIPs are not filtered
+// (keepalived's per-interface sets vips_link_local are not built).
 //
 // # Network namespaces
 //
