@@ -3,6 +3,8 @@ package integration
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -147,5 +149,41 @@ func TestStrictDropsLikeKeepalived(t *testing.T) {
 			}
 			t.Logf("both:\n%s", ours)
 		})
+	}
+}
+
+// TestReloadMovesDrops: a reload that gives a master accept mode ends
+// its drops, and one that takes it back drops again, the VIP held
+// throughout (the reload's takeover moves the rules with it).
+func TestReloadMovesDrops(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-nft-r")
+	b := nstest.New(t, "dd-nft-rb")
+	nstest.Link(t, a, b, "dra", "drb", "192.0.2.1/24", "192.0.2.2/24")
+	file := filepath.Join(t.TempDir(), "keepalived.conf")
+	write := func(extra string) {
+		if err := os.WriteFile(file, []byte(nstest.Instance("dra", 150, 3, "0.1", "192.0.2.100/24", extra)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("no_accept")
+	d := nstest.Start(t, a, binary, "-n", "-l", "-f", file, "--control-socket", "none")
+	vip := netip.MustParseAddr("192.0.2.100")
+	drops := func(want bool) func() bool {
+		return func() bool {
+			_, vips, _ := nftView(t, a, nftables.TableFamilyIPv4, "keepalived")
+			return (len(vips) == 1 && vips[0] == vip) == want
+		}
+	}
+	nstest.WaitFor(t, 5*time.Second, "master dropping its VIP", func() bool { return a.HasAddr(t, "dra", "192.0.2.100") && drops(true)() })
+	removals := vipGone(t, a, "192.0.2.100")
+	write("accept")
+	d.Signal(syscall.SIGHUP)
+	nstest.WaitFor(t, 5*time.Second, "accept mode: no drop", drops(false))
+	write("no_accept")
+	d.Signal(syscall.SIGHUP)
+	nstest.WaitFor(t, 5*time.Second, "no accept mode again: the VIP dropped", drops(true))
+	if !a.HasAddr(t, "dra", "192.0.2.100") || !removals().IsZero() {
+		t.Error("the reloads took the VIP away")
 	}
 }
