@@ -101,25 +101,29 @@ func nftView(t *testing.T, ns *nstest.NS, fam nftables.TableFamily, table string
 func TestStrictDropsLikeKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
 	for i, tc := range []struct {
-		name string
-		fam  nftables.TableFamily
-		vip  string
+		name   string
+		fam    nftables.TableFamily
+		vip    string
+		global string // in global_defs, beside vrrp_strict
+		table  string
 	}{
-		{"IPv4", nftables.TableFamilyIPv4, "192.0.2.100/24"},
-		{"IPv6", nftables.TableFamilyIPv6, "2001:db8::100/64"},
+		{"IPv4", nftables.TableFamilyIPv4, "192.0.2.100/24", "nftables_counters", "keepalived"},
+		{"IPv6", nftables.TableFamilyIPv6, "2001:db8::100/64", "nftables_counters", "keepalived"},
+		{"named, with priority", nftables.TableFamilyIPv4, "192.0.2.100/24", "nftables lb\n    nftables_priority -5", "lb"},
+		{"vrrp_iptables", nftables.TableFamilyIPv4, "192.0.2.100/24", "vrrp_iptables IN OUT", "keepalived"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := nstest.New(t, fmt.Sprintf("dd-nft-a%d", i))
 			b := nstest.New(t, fmt.Sprintf("dd-nft-b%d", i))
 			nstest.Link(t, a, b, "dfa", "dfb", "192.0.2.1/24 2001:db8::1/64", "192.0.2.2/24 2001:db8::2/64")
 			vip := netip.MustParsePrefix(tc.vip).Addr()
-			global := "global_defs {\n    vrrp_strict\n    nftables_counters\n}\n"
+			global := "global_defs {\n    vrrp_strict\n    " + tc.global + "\n}\n"
 			d := startDirectord(t, a, global+nstest.Instance("dfa", 150, 3, "0.1", tc.vip, ""))
 			nstest.Keepalived(t, b, global+nstest.Instance("dfb", 100, 3, "0.1", tc.vip, ""))
 			nstest.WaitFor(t, 5*time.Second, "directord master", func() bool { return a.HasAddr(t, "dfa", vip.String()) })
 			var ours string
 			nstest.WaitFor(t, 2*time.Second, "directord's table with the VIP", func() bool {
-				chains, vips, ok := nftView(t, a, tc.fam, "keepalived")
+				chains, vips, ok := nftView(t, a, tc.fam, tc.table)
 				ours = chains
 				return ok && len(vips) == 1 && vips[0] == vip
 			})
@@ -127,14 +131,14 @@ func TestStrictDropsLikeKeepalived(t *testing.T) {
 			// until directord's adverts: it then leaves (its table stays,
 			// empty).
 			nstest.WaitFor(t, 3*time.Second, "keepalived backup, dropping nothing", func() bool {
-				_, vips, _ := nftView(t, b, tc.fam, "keepalived")
+				_, vips, _ := nftView(t, b, tc.fam, tc.table)
 				return len(vips) == 0 && !b.HasAddr(t, "dfb", vip.String())
 			})
 			d.Signal(syscall.SIGTERM)
 			nstest.WaitFor(t, 3*time.Second, "keepalived master", func() bool { return b.HasAddr(t, "dfb", vip.String()) })
 			var theirs string
 			nstest.WaitFor(t, 2*time.Second, "keepalived's table with the VIP", func() bool {
-				chains, vips, ok := nftView(t, b, tc.fam, "keepalived")
+				chains, vips, ok := nftView(t, b, tc.fam, tc.table)
 				theirs = chains
 				return ok && len(vips) == 1 && vips[0] == vip
 			})
@@ -144,7 +148,7 @@ func TestStrictDropsLikeKeepalived(t *testing.T) {
 			if !d.Wait(5 * time.Second) {
 				t.Fatal("directord did not exit")
 			}
-			if _, _, ok := nftView(t, a, tc.fam, "keepalived"); ok {
+			if _, _, ok := nftView(t, a, tc.fam, tc.table); ok {
 				t.Error("directord left its table at stop")
 			}
 			t.Logf("both:\n%s", ours)
