@@ -106,6 +106,12 @@ func TestNetNamespace(t *testing.T) {
 	if got := netnsOf(t, g); got != want {
 		t.Errorf("the guardian (PID %d) runs in %s, want %s", g, got, want)
 	}
+	if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", g)); strings.Contains(string(env), "DIRECTORD_NET_NAMESPACE=") {
+		t.Error("the exec's mark reached the guardian's environment")
+	}
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) != "directord" {
+		t.Errorf("after the exec the daemon is named %q, want directord", strings.TrimSpace(string(comm)))
+	}
 
 	st, err := control.Dial(control.NamespaceSocket(a.Name)).Status(context.Background())
 	if err != nil {

@@ -81,6 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "directord: %v\n", err)
 			return exitFailure
 		}
+		os.Unsetenv(envNetNS) // the exec's mark, not for scripts
 		if !o.controlSet {
 			o.control = control.NamespaceSocket(netns)
 		}
