@@ -115,10 +115,10 @@ var topBlock = &block[Config]{
 				walk(d, n, sslBlock, c.SSL)
 			}
 		},
+		"net_namespace":      func(d *decoder, n *Node, c *Config) { d.netNamespace(n, &c.Global) },
+		"net_namespace_ipvs": func(d *decoder, n *Node, c *Config) { d.netNamespaceIPVS(n, &c.Global) },
 	},
 	unsupported: map[string]string{
-		"net_namespace":            "run directord in the namespace instead",
-		"net_namespace_ipvs":       "",
 		"namespace_with_ipsets":    "",
 		"use_pid_dir":              "",
 		"instance":                 "",
@@ -377,6 +377,10 @@ var globalBlock = &block[Global]{
 				g.email().NoCheckerEmails = v
 			}
 		},
+		"nftables":           func(d *decoder, n *Node, g *Global) { d.nftables(n, g) },
+		"vrrp_iptables":      func(d *decoder, n *Node, g *Global) { d.vrrpIptables(n, g) },
+		"nftables_priority":  func(d *decoder, n *Node, g *Global) { d.nftablesPriority(n, g) },
+		"nftables_counters":  boolKey(func(g *Global) *bool { return &g.NFTCounters }, globalSet),
 		"smtp_alert":         func(d *decoder, n *Node, g *Global) { g.smtpAlert = d.tristate(n) },
 		"smtp_alert_vrrp":    func(d *decoder, n *Node, g *Global) { g.smtpAlertVRRP = d.tristate(n) },
 		"smtp_alert_checker": func(d *decoder, n *Node, g *Global) { g.smtpAlertChecker = d.tristate(n) },
@@ -404,10 +408,10 @@ func globalUnsupported() map[string]string {
 		"snmp_socket", "enable_traps", "enable_snmp_vrrp", "enable_snmp_keepalived",
 		"enable_snmp_rfc", "enable_snmp_rfcv2", "enable_snmp_rfcv3", "enable_snmp_checker",
 		"enable_dbus", "dbus_service_name")
-	add("directord uses no firewall rules",
-		"vrrp_iptables", "vrrp_ipsets", "nftables", "nftables_priority", "nftables_ifindex",
-		"nftables_counters", "nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark",
-		"disable_local_igmp")
+	add("directord builds no per-interface link-local sets (docs/vrrp.md)", "nftables_ifindex")
+	add("directord builds no IGMP/MLD rules: they are for VMAC interfaces", "disable_local_igmp")
+	add("directord makes no nftables rules for IPVS", "nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark")
+	add("ipsets are iptables': Debian's keepalived 2.2.7, built without iptables, does not know it either", "vrrp_ipsets")
 	add("use notify scripts",
 		"fifo_write_vrrp_states_on_reload", "rs_init_notifies")
 	add("directord sizes its own netlink buffers",
@@ -424,7 +428,7 @@ func globalUnsupported() map[string]string {
 		"checker_log_all_failures", "default_interface", "lvs_flush_onstop_deprecated",
 		"vrrp_down_timer_adverts",
 		"log_unknown_vrids", "vmac_addr_prefix", "random_seed", "umask",
-		"data_use_instance", "dynamic_interfaces", "net_namespace", "net_namespace_ipvs",
+		"data_use_instance", "dynamic_interfaces",
 		"namespace_with_ipsets", "instance", "use_pid_dir", "linkbeat_use_polling")
 	delete(m, "lvs_flush_onstop_deprecated")
 	return m

@@ -294,26 +294,24 @@ type procMiss struct {
 	known       []string
 }
 
-// trackProcessNamespace warns of net_namespace (not supported: directord
-// is run inside the namespace instead) beside tracked processes:
+// trackProcessNamespace warns of net_namespace beside tracked processes:
 // keepalived subscribes to the process events before it enters the
-// namespace, and tracks processes there; from inside the namespace
-// directord cannot (the kernel's connector lives in the host's).
+// namespace, and tracks processes there; directord enters the namespace
+// before anything else (cmd/directord/netns_linux.go), and from inside it
+// the kernel's connector, which lives in the host's, cannot be reached.
 func (d *decoder) trackProcessNamespace() {
+	g := &d.cfg.Global
+	if g.NetNamespace == "" {
+		return
+	}
 	tracked := false
 	for _, in := range d.cfg.Instances {
 		tracked = tracked || len(in.TrackProcesses) > 0
 	}
-	for _, g := range d.cfg.SyncGroups {
-		tracked = tracked || len(g.TrackProcesses) > 0
+	for _, sg := range d.cfg.SyncGroups {
+		tracked = tracked || len(sg.TrackProcesses) > 0
 	}
-	if !tracked {
-		return
-	}
-	for _, dg := range d.rep.diags {
-		if dg.Unsupported && dg.Keyword == "net_namespace" {
-			d.rep.warnf(dg.Pos, dg.Keyword, "with vrrp_track_process: keepalived follows processes from inside its net_namespace, directord run inside the namespace cannot (no process is counted)")
-			return
-		}
+	if tracked {
+		d.rep.warnf(g.netnsPos, "net_namespace", "with vrrp_track_process: keepalived follows processes from inside its net_namespace, directord run inside the namespace cannot (no process is counted)")
 	}
 }

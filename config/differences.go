@@ -21,8 +21,7 @@ var Differences = map[string]map[string]string{
 		"fast_recovery": "read, no effect: every URL is fetched at each probe",
 	},
 	"vrrp_instance": {
-		"no_accept":         "read, no effect: keepalived carries no_accept out only through nftables or iptables rules that drop traffic to a non-owner's VIPs; directord writes no firewall rules, so the VIPs take traffic as with accept (vrrp_strict's no_accept likewise)",
-		"accept":            "the default either way: directord drops no traffic to the VIPs (see no_accept)",
+		"no_accept":         "a master drops traffic to and from its VIPs through keepalived's nftables tables, as keepalived; its IPv6 link-local VIPs are not filtered (keepalived's per-interface sets are not built); the same for vrrp_strict's instances, without accept mode by default",
 		"track_src_ip":      "read, no effect, as in keepalived 2.2.7: there, removing the configured unicast_src_ip from the interface (its only address, or a secondary one) leaves the instance in its state with or without the keyword, and one missing at start keeps it in FAULT with or without it, as in directord (checked in namespaces)",
 		"virtual_ipaddress": "an address already on the interface when directord adds it is left alone: not claimed, and not removed on leaving MASTER or at shutdown; keepalived removes every VIP of its instances at start (vrrp_restore_interfaces_startup, so a VIP left by a killed keepalived goes) and all of an instance's VIPs on leaving MASTER, whoever added them. directord also sets promote_secondaries on every interface that takes IPv4 VIPs, where keepalived sets it only for instances that say promote_secondaries",
 		"unicast_ttl":       "0 is refused over IPv4 without AH: the kernel does not send TTL 0 from directord's socket, where keepalived writes it in its own IPv4 header",

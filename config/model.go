@@ -106,6 +106,27 @@ type Global struct {
 	// BGP is the bgp block (a directord extension); nil when not given.
 	BGP *BGP `json:"bgp,omitempty"`
 
+	// NetNamespace (top-level net_namespace) is the network namespace
+	// directord runs in, /run/netns/NAME; empty: the one it was started
+	// in.
+	NetNamespace string `json:"net_namespace,omitempty"`
+	// NetNamespaceIPVS (top-level net_namespace_ipvs) is where the IPVS
+	// calls go: nil, directord's own namespace; "", the host's (PID 1's);
+	// else /run/netns/NAME.
+	NetNamespaceIPVS *string `json:"net_namespace_ipvs,omitempty"`
+	netnsPos         Pos
+	netnsIPVSPos     Pos
+
+	// NFTable (nftables NAME; vrrp_iptables too, as keepalived 2.2.7
+	// built without iptables reads it) names the nftables table that
+	// drops traffic to the VIPs of masters without accept mode; empty:
+	// keepalived's "keepalived", made only when such an instance exists.
+	NFTable string `json:"nftables,omitempty"`
+	// NFTPriority is nftables_priority, the chains' priority; nil: -1.
+	NFTPriority *int32 `json:"nftables_priority,omitempty"`
+	// NFTCounters (nftables_counters) adds a counter to each drop rule.
+	NFTCounters bool `json:"nftables_counters,omitempty"`
+
 	// smtp_alert, smtp_alert_vrrp and smtp_alert_checker: nil when not given.
 	smtpAlert, smtpAlertVRRP, smtpAlertChecker *bool
 	bgpWithdrawWait                            *time.Duration

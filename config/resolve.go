@@ -261,6 +261,10 @@ func (d *decoder) resolveInstance(in *Instance) {
 	if _, ok := in.set["accept"]; !ok {
 		in.Accept = !in.Strict || in.Priority == 255
 	}
+	if in.Accept && in.Priority != 255 && in.Strict && in.Version == 2 {
+		d.rep.lenient(posOf(in.set, "accept", in.Pos), "accept", "%s: accept mode for VRRP version 2 does not comply with RFC 3768 under vrrp_strict: reset, as keepalived does (its VIPs are dropped while master)", in.Name)
+		in.Accept = false
+	}
 	if _, ok := in.set["skip_check_adv_addr"]; !ok {
 		in.SkipCheckAdvAddr = g.SkipCheckAdvAddr
 	}

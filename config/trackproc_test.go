@@ -144,11 +144,10 @@ func TestTrackProcessWithoutVRRPPrefix(t *testing.T) {
 // TestTrackProcessNetNamespace: net_namespace (not supported) beside a
 // tracked process says what is lost.
 func TestTrackProcessNetNamespace(t *testing.T) {
-	conf := "global_defs {\n net_namespace blue\n}\nvrrp_track_process p {\n process a\n}\n" +
+	conf := "\nnet_namespace blue\nvrrp_track_process p {\n process a\n}\n" +
 		"vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 1\n virtual_ipaddress {\n  10.0.0.1\n }\n track_process {\n  p\n }\n}\n"
 	_, diags := Parse("/k.conf", conf, nil, Options{})
-	want := "/k.conf:2: warning: net_namespace: not supported by directord\n" +
-		"/k.conf:2: warning: net_namespace: with vrrp_track_process: keepalived follows processes from inside its net_namespace, directord run inside the namespace cannot (no process is counted)"
+	want := "/k.conf:2: warning: net_namespace: with vrrp_track_process: keepalived follows processes from inside its net_namespace, directord run inside the namespace cannot (no process is counted)"
 	if got := strings.TrimSpace(diags.String()); got != want {
 		t.Errorf("diagnostics:\n%s\nwant:\n%s", got, want)
 	}

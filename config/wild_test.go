@@ -134,8 +134,8 @@ var wildKnownLVSDiff = map[string]string{
 // wildNoLVSDump names the files with virtual servers of which keepalived's
 // checker process gives no dump in the guest, and why.
 var wildNoLVSDump = map[string]string{
-	"32-octavia-lvs-udp-http-check.conf": "net_namespace amphora-haproxy: keepalived stops at once where that namespace does not exist (directord does not support net_namespace: a warning)",
-	"33-octavia-lvs-sctp-misc.conf":      "net_namespace amphora-haproxy: keepalived stops at once where that namespace does not exist (directord does not support net_namespace: a warning)",
+	"32-octavia-lvs-udp-http-check.conf": "net_namespace amphora-haproxy: keepalived stops at once where that namespace does not exist (directord too, at start)",
+	"33-octavia-lvs-sctp-misc.conf":      "net_namespace amphora-haproxy: keepalived stops at once where that namespace does not exist (directord too, at start)",
 }
 
 // TestWildConfigs reads every configuration of shared/wild-configs, as

@@ -54,9 +54,38 @@ type Node struct {
 	// Node has done clearRPFilter.
 	vmacs     []*vmacLink
 	rpCleared bool
-	observe   atomic.Pointer[func(Event)]
-	fifo      func(line string)   // NotifyFIFO's
-	fifoPrio  map[*instance]uint8 // the priorities last seen, under retracking
+	observe     atomic.Pointer[func(Event)]
+	fifo        func(line string)   // NotifyFIFO's
+	fifoPrio    map[*instance]uint8 // the priorities last seen, under retracking
+	fw          Firewall            // SetFirewall's; nil: no rules
+}
+
+// Firewall drops the traffic to and from a master's virtual addresses
+// while it holds them without accept mode (internal/nft's Table).
+type Firewall interface {
+	Drop(addrs []netip.Addr, on bool) error
+}
+
+// SetFirewall makes the instances that are not in accept mode
+// (config.Instance.DropsVIPs) drop the traffic to their VIPs while
+// master, as keepalived's vrrp_handle_accept_mode: the rule before the
+// addresses on becoming master, removed after them on leaving. Call it
+// before Run.
+func (n *Node) SetFirewall(f Firewall) { n.fw = f }
+
+// firewall starts (on) or stops dropping the instance's VIPs, if it
+// drops them.
+func (in *instance) firewall(on bool) {
+	if in.node.fw == nil || !in.cfg.DropsVIPs() {
+		return
+	}
+	var addrs []netip.Addr
+	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
+		addrs = append(addrs, v.Prefix.Addr())
+	}
+	if err := in.node.fw.Drop(addrs, on); err != nil {
+		in.node.log.Error("vrrp firewall", "instance", in.cfg.Name, "err", err)
+	}
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the
@@ -552,6 +581,10 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 // predecessor to it, adding those that are new; it reports whether it
 // added any (they are then announced).
 func (in *instance) takeOver(old *instance) bool {
+	// The new settings' rules first, then the old ones' go: an address
+	// in both stays dropped throughout (the Firewall counts its users).
+	in.firewall(true)
+	old.firewall(false)
 	added := false
 	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
 		dev := in.cfg.AddrDev(v)
@@ -893,6 +926,7 @@ func (in *instance) Transition(from, to State) {
 	}
 	switch {
 	case to == Master:
+		in.firewall(true)
 		in.addresses(true)
 		in.installRoutes(true)
 		in.node.bequeath()
@@ -900,6 +934,7 @@ func (in *instance) Transition(from, to State) {
 		// Routes before the addresses they may use as their source.
 		in.installRoutes(false)
 		in.addresses(false)
+		in.firewall(false)
 		in.node.bequeath()
 	}
 }

@@ -59,6 +59,9 @@ An IPv6 real server is written [ADDR]:PORT.
 
 Options:
   -s, --socket=PATH  the control socket (default ` + control.DefaultSocket + `)
+  -n, --namespace=NAME  ask the directord running in network namespace NAME
+                     (net_namespace NAME, or directord -s NAME): its socket is
+                     /run/directord/NAME/directord.sock
       --json         print the answer as JSON, for tools
   -h, --help         print this help and exit
       --version      print the version and exit
@@ -99,6 +102,19 @@ func parseArgs(args []string) (options, error) {
 			o.socket = args[i]
 		case strings.HasPrefix(a, "--socket="):
 			o.socket = strings.TrimPrefix(a, "--socket=")
+		case a == "-n" || a == "--namespace" || strings.HasPrefix(a, "--namespace="):
+			name, ok := strings.CutPrefix(a, "--namespace=")
+			if !ok {
+				if i+1 >= len(args) {
+					return o, fmt.Errorf("%s needs a name", a)
+				}
+				i++
+				name = args[i]
+			}
+			if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+				return o, fmt.Errorf("%q is not a network namespace name", name)
+			}
+			o.socket = control.NamespaceSocket(name)
 		case strings.HasPrefix(a, "-s"):
 			o.socket = a[2:]
 		case strings.HasPrefix(a, "-") && a != "-":

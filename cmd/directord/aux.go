@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -30,6 +32,12 @@ func (d *daemon) serveAux(ctx context.Context, wg *sync.WaitGroup) error {
 				defer wg.Done()
 				if err := srv.Serve(ctx, ln); err != nil {
 					d.log.Warn("control socket", "err", err)
+				}
+				if !d.o.controlSet && path != control.DefaultSocket {
+					// The namespace's own folder (NamespaceSocket), empty
+					// once the listener is closed: removed, as keepalived
+					// removes its namespace's pid folder.
+					os.Remove(filepath.Dir(path))
 				}
 			}()
 		}

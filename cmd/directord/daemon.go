@@ -24,6 +24,7 @@ import (
 	"github.com/directord/directord/healthcheck"
 	"github.com/directord/directord/internal/alert"
 	"github.com/directord/directord/internal/metrics"
+	"github.com/directord/directord/internal/nft"
 	"github.com/directord/directord/internal/notifyfifo"
 	"github.com/directord/directord/internal/script"
 	"github.com/directord/directord/ipvs"
@@ -47,6 +48,8 @@ type daemon struct {
 	nodeKey  string // config.Canonical of what the node runs
 
 	k          *ipvs.Client
+	ipvsNS     *os.File   // net_namespace_ipvs's namespace, kept for the client's redials
+	fw         *nft.Table // the VIPs' drop table (nftables), across reloads; nil if none
 	lvs        *director.LVS
 	lvsStop    context.CancelFunc
 	lvsDone    chan error
@@ -219,6 +222,79 @@ func (d *daemon) scriptSections(cfg *config.Config) script.Sections {
 	return script.Sections{VRRP: d.runVRRP(), LVS: d.runLVS(cfg)}
 }
 
+// ipvsOptions says where the IPVS socket opens: net_namespace_ipvs's
+// namespace, whose file is opened once and kept for the client's redials;
+// nil for directord's own namespace.
+func (d *daemon) ipvsOptions(cfg *config.Config) (*ipvs.Options, error) {
+	name := cfg.Global.NetNamespaceIPVS
+	if name == nil {
+		return nil, nil
+	}
+	if d.ipvsNS == nil {
+		f, err := ipvsNetNS(*name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Global.NetNamespaceIPVSPos(), err)
+		}
+		d.ipvsNS = f
+	}
+	return &ipvs.Options{NetNS: int(d.ipvsNS.Fd())}, nil
+}
+
+// firewall is the nftables table of cfg's instances without accept
+// mode, opened once (a table of its name left by a crash is deleted
+// then) and kept across reloads; nil when no instance drops its VIPs.
+func (d *daemon) firewall(cfg *config.Config) (*nft.Table, error) {
+	name := cfg.NFTableName()
+	if name == "" {
+		return nil, nil
+	}
+	if d.fw == nil {
+		t, err := nft.Open(nft.Options{Table: name, Priority: cfg.Global.NFTPriorityOrDefault(), Counters: cfg.Global.NFTCounters})
+		if err != nil {
+			return nil, fmt.Errorf("vrrp: the drop rules of instances without accept mode: %w", err)
+		}
+		d.fw = t
+		for _, in := range cfg.Instances {
+			if !in.DropsVIPs() {
+				continue
+			}
+			for _, v := range append(append([]config.VIP{}, in.VIPs...), in.ExcludedVIPs...) {
+				if a := v.Prefix.Addr(); a.Is6() && a.IsLinkLocalUnicast() {
+					d.log.Warn("vrrp firewall: link-local virtual addresses are not filtered (keepalived's per-interface sets are not built)", "instance", in.Name, "vip", v.Prefix.String())
+				}
+			}
+		}
+	}
+	return d.fw, nil
+}
+
+// namespacesKept refuses a reload that changes net_namespace or
+// net_namespace_ipvs, as keepalived 2.2.7 ("Cannot change network
+// namespace at a reload - please restart"): the running configuration
+// goes on.
+func namespacesKept(o *options, old, cfg *config.Config) error {
+	if was, is := netNamespaceOf(o, old), netNamespaceOf(o, cfg); was != is {
+		return fmt.Errorf("net_namespace cannot change at a reload (from %q to %q): restart directord", was, is)
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return "(directord's own)"
+		}
+		if *p == "" {
+			return "(the host's)"
+		}
+		return *p
+	}
+	if was, is := str(old.Global.NetNamespaceIPVS), str(cfg.Global.NetNamespaceIPVS); was != is {
+		return fmt.Errorf("net_namespace_ipvs cannot change at a reload (from %s to %s): restart directord", was, is)
+	}
+	// keepalived: "Cannot change nftables table name at a reload".
+	if was, is := old.NFTableName(), cfg.NFTableName(); was != "" && is != "" && was != is {
+		return fmt.Errorf("the nftables table cannot change at a reload (from %s to %s): restart directord", was, is)
+	}
+	return nil
+}
+
 // daemonMain runs the configuration until SIGTERM or SIGINT; SIGHUP
 // reloads it.
 func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
@@ -329,7 +405,11 @@ func (d *daemon) start(cfg *config.Config) error {
 }
 
 func (d *daemon) startLVS(cfg *config.Config) error {
-	k, err := ipvs.Dial(nil)
+	opts, err := d.ipvsOptions(cfg)
+	if err != nil {
+		return fmt.Errorf("ipvs: virtual servers and sync daemons cannot run: %w", err)
+	}
+	k, err := ipvs.Dial(opts)
 	if err != nil {
 		return fmt.Errorf("ipvs: virtual servers and sync daemons cannot run: %w", err)
 	}
@@ -486,6 +566,13 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 		h.Close()
 		return nil, nil, err // vrrp.NewNode says "vrrp: ..." itself
 	}
+	if fw, err := d.firewall(cfg); err != nil {
+		node.Close()
+		h.Close()
+		return nil, nil, err
+	} else if fw != nil {
+		node.SetFirewall(fw)
+	}
 	if d.scripts != nil {
 		node.ShareScripts(d.scripts)
 	}
@@ -541,6 +628,11 @@ func (d *daemon) shutdown() error {
 		errs = append(errs, b.stop())
 	}
 	errs = append(errs, d.stopNode())
+	if d.fw != nil {
+		// After VRRP has removed its addresses, as keepalived's nft_end.
+		errs = append(errs, d.fw.Close())
+		d.fw = nil
+	}
 	if d.guard != nil {
 		d.guard.Stop() // after VRRP's own hand-over
 		d.guard = nil
@@ -612,6 +704,9 @@ func (d *daemon) reloadLocked() error {
 			msgs = []string{d.o.file + ": cannot be read"}
 		}
 		return &errBadConfig{msgs}
+	}
+	if err := namespacesKept(d.o, d.cfg, cfg); err != nil {
+		return err
 	}
 	// Scripts are checked again, as keepalived does at a reload: a
 	// permission fixed or broken since counts from now.

@@ -25,6 +25,8 @@ type options struct {
 	logFormat  string // --log-format text|json
 	metrics    string // --metrics-address
 	control    string // --control-socket
+	controlSet bool   // --control-socket was given
+	netns      string // -s, --namespace: net_namespace, overriding the file's
 	keepIPVS   bool   // -I, --dont-release-ipvs
 	guardian   bool   // --guardian: the daemon's own companion (not for operators)
 }
@@ -68,7 +70,14 @@ var flagSpecs = []flagSpec{
 		return nil
 	}},
 	{0, "metrics-address", true, strFlag(func(o *options) *string { return &o.metrics })},
-	{0, "control-socket", true, strFlag(func(o *options) *string { return &o.control })},
+	{0, "control-socket", true, func(o *options, v string) error { o.control, o.controlSet = v, true; return nil }},
+	{'s', "namespace", true, func(o *options, v string) error {
+		if v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/\x00") {
+			return fmt.Errorf("--namespace: %q is not a network namespace name", v)
+		}
+		o.netns = v
+		return nil
+	}},
 	{'I', "dont-release-ipvs", false, boolFlag(func(o *options) *bool { return &o.keepIPVS })},
 	{0, "guardian", false, boolFlag(func(o *options) *bool { return &o.guardian })},
 }
@@ -169,9 +178,12 @@ const usage = `Usage: directord [OPTION...]
   -I, --dont-release-ipvs   leave the virtual servers in the kernel at stop, for a
                             restart that adopts them without cutting a connection
   -p, --pid=FILE            write the process ID to FILE
+  -s, --namespace=NAME      run in network namespace NAME (/run/netns/NAME),
+                            overriding the file's net_namespace
       --log-format=FORMAT   text (default) or json
       --metrics-address=ADDR  serve Prometheus metrics on ADDR (HOST:PORT; off unless set)
-      --control-socket=PATH   directorctl's socket (default /run/directord/directord.sock;
+      --control-socket=PATH   directorctl's socket (default /run/directord/directord.sock,
+                              /run/directord/NAME/directord.sock in namespace NAME;
                               "none" for no socket)
   -v, --version             print the version and exit
   -h, --help                print this help and exit

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/healthcheck"
+	"github.com/directord/directord/internal/control"
 	"github.com/directord/directord/internal/script"
 )
 
@@ -31,6 +33,14 @@ const (
 	// configuration whose scripts run without enable_script_security.
 	exitConfigSecurity = 6
 )
+
+// init keeps the main goroutine on the main thread, the thread group
+// leader, until run has decided on net_namespace: enterNetNamespace
+// executes directord again from that thread, a plain exec. From another
+// thread, the kernel would first end the leader and give its PID to that
+// thread (de_thread), a path that tracers and pidfd waiters see
+// differently.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -63,6 +73,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID, Strict: o.strict})
 	diags = append(diags, healthcheck.Diagnostics(cfg)...) // the SSL block's files
+	netns := netNamespaceOf(o, cfg)
+	if netns != "" && !o.configTest && !o.dumpConfig && !diags.HasErrors() && !unreadable(diags, o.file) {
+		// Before anything is said or started: the daemon reads the file
+		// again inside the namespace (enterNetNamespace).
+		if err := enterNetNamespace(netns, netnsAt(o, cfg)); err != nil {
+			fmt.Fprintf(stderr, "directord: %v\n", err)
+			return exitFailure
+		}
+		os.Unsetenv(envNetNS) // the exec's mark, not for scripts
+		if !o.controlSet {
+			o.control = control.NamespaceSocket(netns)
+		}
+	}
+	runtime.UnlockOSThread() // see init
 	for _, d := range diags {
 		fmt.Fprintln(stderr, d.String())
 	}
@@ -86,10 +110,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	case o.configTest:
+		if netns != "" {
+			if _, err := os.Stat(netnsPath(netns)); err != nil {
+				fmt.Fprintf(stderr, "%s: warning: net_namespace: %s does not exist on this host: directord would stop at start, as keepalived\n", netnsAt(o, cfg), netnsPath(netns))
+			}
+		}
 		fmt.Fprint(stdout, summary(cfg, diags))
 		return scriptTest(cfg, stderr)
 	}
 	return daemonMain(o, cfg, stderr)
+}
+
+// netNamespaceOf is the namespace the daemon runs in: -s NAME, else the
+// file's net_namespace, else none ("").
+func netNamespaceOf(o *options, cfg *config.Config) string {
+	if o.netns != "" {
+		return o.netns
+	}
+	if cfg == nil {
+		return ""
+	}
+	return cfg.Global.NetNamespace
+}
+
+// netnsAt is where the namespace was named, for messages.
+func netnsAt(o *options, cfg *config.Config) string {
+	if o.netns != "" {
+		return "directord -s " + o.netns
+	}
+	return cfg.Global.NetNamespacePos().String()
 }
 
 // unreadable reports whether the main file itself could not be read.
@@ -164,6 +213,29 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		out("vrrp_instance %s: %s VRRPv%d VRID %d on %s, priority %d, advert %s, %d VIPs %v\n",
 			in.Name, in.State, in.Version, in.VRID, orNone(in.Interface), in.Priority, in.AdvertInt, len(in.VIPs), vips)
 	}
+	if t := cfg.NFTableName(); t != "" {
+		var names []string
+		for _, in := range cfg.Instances {
+			if in.DropsVIPs() {
+				names = append(names, in.Name)
+			}
+		}
+		if len(names) > 0 {
+			out("nftables: table %s drops traffic to and from the VIPs of %s while master (no accept mode)\n", t, strings.Join(names, ", "))
+		}
+	}
+	if g := cfg.Global; g.NetNamespace != "" || g.NetNamespaceIPVS != nil {
+		if g.NetNamespace != "" {
+			out("net_namespace: directord runs in %s\n", netnsPath(g.NetNamespace))
+		}
+		if p := g.NetNamespaceIPVS; p != nil {
+			where := netnsPath(*p)
+			if *p == "" {
+				where = "the host's namespace (PID 1's)"
+			}
+			out("net_namespace_ipvs: the virtual servers go to %s\n", where)
+		}
+	}
 	for _, vs := range cfg.VirtualServers {
 		checks := 0
 		for _, rs := range vs.RealServers {
@@ -230,6 +302,18 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		out("differences from keepalived that this file relies on:\n")
 		for _, d := range diffs {
 			out("  %s\n", d)
+		}
+	}
+	// What the file asks for that directord does not do at all: one line
+	// per function lost, its keywords and where (config.Losses).
+	if ls := config.Losses(diags); len(ls) > 0 {
+		out("what this file relies on that directord does not do:\n")
+		for _, l := range ls {
+			var uses []string
+			for _, d := range l.Uses {
+				uses = append(uses, d.Keyword+" at "+d.Pos.String())
+			}
+			out("  %s: %s\n", l.What, strings.Join(uses, ", "))
 		}
 	}
 	warnings, unsupported := 0, 0

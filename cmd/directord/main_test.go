@@ -25,7 +25,10 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-tf", "/x.conf"}, want: options{file: "/x.conf", configTest: true, logFormat: "text"}},
 		{args: []string{"--use-file=/x.conf", "--config-test=/tmp/log", "--config-id", "b"}, want: options{file: "/x.conf", configTest: true, configID: "b", logFormat: "text"}},
 		{args: []string{"--dump-config", "-P", "-C", "-p", "/run/d.pid", "--log-format", "json", "--metrics-address=:9100", "--control-socket", "/tmp/d.sock"},
-			want: options{file: "/etc/keepalived/keepalived.conf", dumpConfig: true, vrrpOnly: true, checkOnly: true, pidFile: "/run/d.pid", logFormat: "json", metrics: ":9100", control: "/tmp/d.sock"}},
+			want: options{file: "/etc/keepalived/keepalived.conf", dumpConfig: true, vrrpOnly: true, checkOnly: true, pidFile: "/run/d.pid", logFormat: "json", metrics: ":9100", control: "/tmp/d.sock", controlSet: true}},
+		{args: []string{"-s", "lb", "-t"}, want: options{file: "/etc/keepalived/keepalived.conf", netns: "lb", configTest: true, logFormat: "text"}},
+		{args: []string{"--namespace=lb"}, want: options{file: "/etc/keepalived/keepalived.conf", netns: "lb", logFormat: "text"}},
+		{args: []string{"-s", "../lb"}, err: `--namespace: "../lb" is not a network namespace name`},
 		{args: []string{"-x"}, err: "unknown option -x"},
 		{args: []string{"--nope"}, err: "unknown option --nope"},
 		{args: []string{"-f"}, err: "-f needs a value"},
@@ -110,6 +113,9 @@ func TestConfigTestExitCodes(t *testing.T) {
 	differs := writeConf(t, strings.Replace(goodConf, "interface eth0", "interface eth0\n    no_accept", 1))
 	withBGP := writeConf(t, "global_defs {\n    bgp {\n        local_as 65010\n        neighbor 10.0.1.1 {\n            remote_as 65000\n            bfd 100 3\n        }\n    }\n}\n"+
 		strings.Replace(goodConf, "virtual_server 192.0.2.1 443 {\n", "virtual_server 192.0.2.1 443 {\n    announce bgp\n", 1))
+	// Each function lost is one line, its keywords and lines listed.
+	lost := writeConf(t, "garp_group {\n}\nglobal_defs {\n    enable_snmp_vrrp\n}\n"+
+		strings.Replace(goodConf, "interface eth0", "interface eth0\n    use_vmac_addr", 1))
 	tests := []struct {
 		name       string
 		args       []string
@@ -127,8 +133,13 @@ func TestConfigTestExitCodes(t *testing.T) {
 				"  real_server 192.0.2.11:443 (" + unchecked + ":15): PING_CHECK at " + unchecked + ":16, BFD_CHECK at " + unchecked + ":18 not supported by directord; checked only by its other checkers\n", ""},
 		{"ha_suspend on a group", []string{"-t", "-f", haGroup}, exitOK,
 			"  virtual_server group web (" + haGroup + ":11): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group\n", ""},
+		{"losses listed", []string{"-t", "-f", lost}, exitOK,
+			"what this file relies on that directord does not do:\n" +
+				"  no gratuitous ARP groups: garp_group at " + lost + ":1\n" +
+				"  no SNMP or DBus (use directorctl and the Prometheus metrics): enable_snmp_vrrp at " + lost + ":4\n" +
+				"  no ipvlan interface, and no base address on a virtual MAC's macvlan: use_vmac_addr at " + lost + ":8\n", ""},
 		{"differences listed", []string{"-t", "-f", differs}, exitOK,
-			"differences from keepalived that this file relies on:\n  " + differs + ":3: no_accept (in vrrp_instance): read, no effect: keepalived carries no_accept out only through", ""},
+			"differences from keepalived that this file relies on:\n  " + differs + ":3: no_accept (in vrrp_instance): a master drops traffic to and from its VIPs through keepalived's nftables tables", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
 		{"lenient", []string{"-t", "-f", lenient}, exitOK, "configuration OK: " + lenient,
 			lenient + ":3: warning: state: \"SLAVE\" is not MASTER or BACKUP: BACKUP, as keepalived does"},

@@ -20,6 +20,16 @@ import (
 // DefaultSocket is where directord listens and directorctl asks.
 const DefaultSocket = "/run/directord/directord.sock"
 
+// NamespaceSocket is the default socket of a directord that runs in the
+// network namespace name (net_namespace, or directord -s NAME): a folder
+// per namespace, as keepalived keeps its pid files, so that directords in
+// different namespaces never take each other's socket. A Unix socket's
+// path belongs to the file system, not to a network namespace: directorctl
+// reaches it from any namespace.
+func NamespaceSocket(name string) string {
+	return "/run/directord/" + name + "/directord.sock"
+}
+
 // refusedMessage is the 403 answer to a peer that is not root.
 const refusedMessage = "only root may use directord's control socket"
 

@@ -1,0 +1,278 @@
+package nft
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Options are global_defs' nftables settings.
+type Options struct {
+	Table    string // nftables NAME; keepalived's default "keepalived"
+	Priority int32  // nftables_priority; keepalived's default -1
+	Counters bool   // nftables_counters
+}
+
+// Table is the VRRP drop table. Its methods are safe for concurrent use.
+type Table struct {
+	o     Options
+	mu    sync.Mutex
+	made4 bool               // table ip NAME exists (made at its first address, as keepalived)
+	made6 bool               // table ip6 NAME exists
+	vips  map[netip.Addr]int // addresses in the sets, and how many users each has
+}
+
+// Open prepares the table o.Table: a table of that name left by an
+// earlier run (a crash) is deleted, as keepalived does at its start. The
+// table itself is made with the first address.
+func Open(o Options) (*Table, error) {
+	t := &Table{o: o, vips: map[netip.Addr]int{}}
+	if err := t.deleteTable(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Table) conn() (*nftables.Conn, error) {
+	c, err := nftables.New()
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	return c, nil
+}
+
+func family(v6 bool) nftables.TableFamily {
+	if v6 {
+		return nftables.TableFamilyIPv6
+	}
+	return nftables.TableFamilyIPv4
+}
+
+func (t *Table) table(v6 bool) *nftables.Table {
+	return &nftables.Table{Family: family(v6), Name: t.o.Table}
+}
+
+func (t *Table) set(v6 bool) *nftables.Set {
+	if v6 {
+		return &nftables.Set{Table: t.table(true), Name: "vips", KeyType: nftables.TypeIP6Addr}
+	}
+	return &nftables.Set{Table: t.table(false), Name: "vips", KeyType: nftables.TypeIPAddr}
+}
+
+// deleteTable removes table ip NAME and table ip6 NAME where they exist.
+func (t *Table) deleteTable() error {
+	c, err := t.conn()
+	if err != nil {
+		return err
+	}
+	del := false
+	for _, v6 := range []bool{false, true} {
+		if _, err := c.ListTableOfFamily(t.o.Table, family(v6)); err != nil {
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return fmt.Errorf("nftables: list table %s: %w", t.o.Table, err)
+		}
+		c.DelTable(t.table(v6))
+		del = true
+	}
+	if !del {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nftables: delete table %s: %w", t.o.Table, err)
+	}
+	return nil
+}
+
+// counter is keepalived's add_counter: a counter under nftables_counters.
+func (t *Table) counter(exprs []expr.Any) []expr.Any {
+	if t.o.Counters {
+		exprs = append(exprs, &expr.Counter{})
+	}
+	return exprs
+}
+
+// rule is "ip daddr @vips [counter] drop" (saddr for the out chain; ip6
+// for the ip6 table): the payload is the header's address field.
+func (t *Table) rule(ch *nftables.Chain, set *nftables.Set, v6, saddr bool) *nftables.Rule {
+	off, n := uint32(16), uint32(4) // IPv4 daddr
+	switch {
+	case v6 && saddr:
+		off, n = 8, 16
+	case v6:
+		off, n = 24, 16
+	case saddr:
+		off = 12
+	}
+	exprs := t.counter([]expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
+		&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID},
+	})
+	exprs = append(exprs, &expr.Verdict{Kind: expr.VerdictDrop})
+	return &nftables.Rule{Table: ch.Table, Chain: ch, Exprs: exprs}
+}
+
+// ndRule is keepalived's setup_rule_icmpv6: "icmpv6 type
+// @neighbor-discovery [counter] accept", so that a master's VIPs still
+// answer neighbour solicitations.
+func (t *Table) ndRule(ch *nftables.Chain, nd *nftables.Set) *nftables.Rule {
+	exprs := t.counter([]expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 6, Len: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_ICMPV6}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
+		&expr.Lookup{SourceRegister: 1, SetName: nd.Name, SetID: nd.ID},
+	})
+	exprs = append(exprs, &expr.Verdict{Kind: expr.VerdictAccept})
+	return &nftables.Rule{Table: ch.Table, Chain: ch, Exprs: exprs}
+}
+
+// linkLocalGoto is keepalived's setup_rule_range_goto: "ip6 daddr
+// fe80::/10 [counter] goto in_link_local" (saddr, out_link_local).
+func (t *Table) linkLocalGoto(ch *nftables.Chain, to string, saddr bool) *nftables.Rule {
+	off := uint32(24)
+	if saddr {
+		off = 8
+	}
+	mask := make([]byte, 16)
+	mask[0], mask[1] = 0xff, 0xc0
+	ll := make([]byte, 16)
+	ll[0], ll[1] = 0xfe, 0x80
+	exprs := t.counter([]expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: 16},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 16, Mask: mask, Xor: make([]byte, 16)},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ll},
+	})
+	exprs = append(exprs, &expr.Verdict{Kind: expr.VerdictGoto, Chain: to})
+	return &nftables.Rule{Table: ch.Table, Chain: ch, Exprs: exprs}
+}
+
+// make adds a family's table, its chains, sets and rules, in one batch,
+// as keepalived's nft_setup_ipv4 and nft_setup_ipv4_vips, or
+// nft_setup_ipv6 and nft_setup_ipv6_vips.
+func (t *Table) make(c *nftables.Conn, v6 bool) error {
+	tb := c.AddTable(t.table(v6))
+	prio := nftables.ChainPriority(t.o.Priority)
+	accept := nftables.ChainPolicyAccept
+	out := c.AddChain(&nftables.Chain{Name: "out", Table: tb, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookOutput, Priority: &prio, Policy: &accept})
+	in := c.AddChain(&nftables.Chain{Name: "in", Table: tb, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookInput, Priority: &prio, Policy: &accept})
+	set := t.set(v6)
+	if err := c.AddSet(set, nil); err != nil {
+		return fmt.Errorf("nftables: set vips: %w", err)
+	}
+	if v6 {
+		c.AddChain(&nftables.Chain{Name: "in_link_local", Table: tb})
+		c.AddChain(&nftables.Chain{Name: "out_link_local", Table: tb})
+		nd := &nftables.Set{Table: tb, Name: "neighbor-discovery", KeyType: nftables.TypeICMP6Type, Constant: true}
+		if err := c.AddSet(nd, []nftables.SetElement{{Key: []byte{135}}, {Key: []byte{136}}}); err != nil {
+			return fmt.Errorf("nftables: set neighbor-discovery: %w", err)
+		}
+		c.AddRule(t.ndRule(in, nd))
+		c.AddRule(t.linkLocalGoto(in, "in_link_local", false))
+		c.AddRule(t.ndRule(out, nd))
+		c.AddRule(t.linkLocalGoto(out, "out_link_local", true))
+	}
+	c.AddRule(t.rule(in, set, v6, false))
+	c.AddRule(t.rule(out, set, v6, true))
+	return nil
+}
+
+func elements(addrs []netip.Addr) []nftables.SetElement {
+	var es []nftables.SetElement
+	for _, a := range addrs {
+		es = append(es, nftables.SetElement{Key: a.AsSlice()})
+	}
+	return es
+}
+
+// Drop starts (on) or stops dropping the traffic to and from addrs:
+// an instance's virtual addresses, as it becomes master or leaves it. An
+// address two instances drop stays until both stop. IPv6 link-local
+// addresses are skipped (keepalived's per-interface sets are not built).
+func (t *Table) Drop(addrs []netip.Addr, on bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var change [2][]netip.Addr // IPv4, IPv6
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !a.IsValid() || a.Is6() && a.IsLinkLocalUnicast() {
+			continue
+		}
+		fam := 0
+		if a.Is6() {
+			fam = 1
+		}
+		switch {
+		case on:
+			if t.vips[a]++; t.vips[a] == 1 {
+				change[fam] = append(change[fam], a)
+			}
+		case t.vips[a] > 0:
+			if t.vips[a]--; t.vips[a] == 0 {
+				delete(t.vips, a)
+				change[fam] = append(change[fam], a)
+			}
+		}
+	}
+	var errs []error
+	for fam, ch := range change {
+		if len(ch) > 0 {
+			errs = append(errs, t.update(ch, fam == 1, on))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// update adds or removes one family's addresses, making its table first.
+func (t *Table) update(addrs []netip.Addr, v6, on bool) error {
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	c, err := t.conn()
+	if err != nil {
+		return err
+	}
+	made := &t.made4
+	if v6 {
+		made = &t.made6
+	}
+	if on && !*made {
+		if err := t.make(c, v6); err != nil {
+			return err
+		}
+	}
+	if on {
+		err = c.SetAddElements(t.set(v6), elements(addrs))
+	} else {
+		err = c.SetDeleteElements(t.set(v6), elements(addrs))
+	}
+	if err == nil {
+		err = c.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("nftables: table %s: %s %v: %w", t.o.Table, map[bool]string{true: "add", false: "remove"}[on], addrs, err)
+	}
+	if on {
+		*made = true
+	}
+	return nil
+}
+
+// Close deletes the table, as keepalived does at its stop.
+func (t *Table) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.made4 && !t.made6 {
+		return nil
+	}
+	t.made4, t.made6 = false, false
+	clear(t.vips)
+	return t.deleteTable()
+}

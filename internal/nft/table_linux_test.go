@@ -1,0 +1,104 @@
+package nft
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"syscall"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+
+	"github.com/directord/directord/internal/nstest"
+)
+
+// TestTableDrops: in a namespace of its own, a VIP on lo takes traffic;
+// once dropped, a datagram from it is refused by the out chain (EPERM);
+// the table is keepalived's (in and out chains at priority -1, set vips);
+// after Drop(off) traffic flows again, and Close removes the table. A
+// table left by an earlier run is deleted by Open.
+func TestTableDrops(t *testing.T) {
+	nstest.RequireRoot(t)
+	ns := nstest.New(t, "dd-nft")
+	lo, err := ns.NL.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := netlink.ParseAddr("192.0.2.100/32")
+	if err := ns.NL.AddrAdd(lo, a); err != nil {
+		t.Fatal(err)
+	}
+	vip := netip.MustParseAddr("192.0.2.100")
+	send := func() error {
+		c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IP(vip.AsSlice()), Port: 9})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.Write([]byte("x"))
+		return err
+	}
+	ns.Do(t, func() {
+		// A leftover of a killed run, deleted by Open.
+		c, _ := nftables.New()
+		c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: "keepalived"})
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		tb, err := Open(Options{Table: "keepalived", Priority: -1, Counters: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ListTableOfFamily("keepalived", nftables.TableFamilyIPv4); err == nil {
+			t.Error("Open left the old table")
+		}
+		if err := send(); err != nil {
+			t.Fatalf("before Drop: %v", err)
+		}
+		if err := tb.Drop([]netip.Addr{vip, netip.MustParseAddr("2001:db8::1")}, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := send(); !errors.Is(err, syscall.EPERM) {
+			t.Errorf("sent from a dropped VIP: %v, want EPERM", err)
+		}
+		table := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: "keepalived"}
+		for _, name := range []string{"in", "out"} {
+			ch, err := c.ListChain(table, name)
+			if err != nil {
+				t.Fatalf("chain %s: %v", name, err)
+			}
+			if ch.Type != nftables.ChainTypeFilter || ch.Priority == nil || *ch.Priority != -1 || ch.Policy == nil || *ch.Policy != nftables.ChainPolicyAccept {
+				t.Errorf("chain %s: type %v priority %v policy %v", name, ch.Type, ch.Priority, ch.Policy)
+			}
+			rules, err := c.GetRules(table, ch)
+			if err != nil || len(rules) != 1 || len(rules[0].Exprs) != 4 {
+				t.Errorf("chain %s: rules %v, %v; want one of 4 expressions (payload, lookup, counter, drop)", name, rules, err)
+			}
+		}
+		set, err := c.GetSetByName(table, "vips")
+		if err != nil {
+			t.Fatal(err)
+		}
+		els, err := c.GetSetElements(set)
+		if err != nil || len(els) != 1 || netip.AddrFrom4([4]byte(els[0].Key)) != vip {
+			t.Errorf("set vips: %v, %v; want only %s", els, err, vip)
+		}
+		// A second user of the address: it stays until both stop.
+		tb.Drop([]netip.Addr{vip}, true)
+		tb.Drop([]netip.Addr{vip}, false)
+		if err := send(); !errors.Is(err, syscall.EPERM) {
+			t.Errorf("one of two users stopped: %v, want EPERM", err)
+		}
+		tb.Drop([]netip.Addr{vip}, false)
+		if err := send(); err != nil {
+			t.Errorf("after Drop(off): %v", err)
+		}
+		if err := tb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ListTableOfFamily("keepalived", nftables.TableFamilyIPv4); err == nil {
+			t.Error("Close left the table")
+		}
+	})
+}
