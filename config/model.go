@@ -25,6 +25,13 @@ type Config struct {
 	// TrackFiles are the track_file (vrrp_track_file) blocks that some
 	// instance or sync group tracks.
 	TrackFiles []*TrackFile `json:"track_files,omitempty"`
+	// StaticAddresses, StaticRoutes and StaticRules (static_ipaddress,
+	// static_routes, static_rules) are held from start to stop, whatever
+	// the instances' states; a static address without dev is on
+	// default_interface.
+	StaticAddresses []VIP   `json:"static_ipaddress,omitempty"`
+	StaticRoutes    []Route `json:"static_routes,omitempty"`
+	StaticRules     []Rule  `json:"static_rules,omitempty"`
 
 	// Differs lists, in the order of the file, each keyword the file uses
 	// that directord runs differently from keepalived (Differences), for
@@ -80,6 +87,9 @@ type Global struct {
 	// RTPriority, when not 0, runs directord's threads in SCHED_RR at this
 	// priority (vrrp_rt_priority).
 	RTPriority int `json:"vrrp_rt_priority,omitempty"`
+	// DefaultInterface (default_interface, eth0 by default as in
+	// keepalived) holds the static_ipaddress lines that name no dev.
+	DefaultInterface string `json:"default_interface,omitempty"`
 	// NotifyFIFO (notify_fifo) receives every VRRP and LVS event line,
 	// VRRPNotifyFIFO (vrrp_notify_fifo) the VRRP ones, LVSNotifyFIFO
 	// (lvs_notify_fifo) the LVS ones; nil when not given.
@@ -271,6 +281,7 @@ type Instance struct {
 	VIPs         []VIP   `json:"virtual_ipaddress"`
 	ExcludedVIPs []VIP   `json:"virtual_ipaddress_excluded,omitempty"`
 	Routes       []Route `json:"virtual_routes,omitempty"`
+	Rules        []Rule  `json:"virtual_rules,omitempty"`
 
 	MCastSrcIP         netip.Addr    `json:"mcast_src_ip,omitzero"`
 	MCastDstIP         netip.Addr    `json:"mcast_dst_ip,omitzero"`

@@ -34,6 +34,7 @@ func (d *decoder) resolve() {
 	for _, in := range d.cfg.Instances {
 		d.resolveInstance(in)
 	}
+	d.resolveStatic()
 	d.pruneSyncGroups()
 	d.resolveTracking()
 	d.resolveTrackFiles()
