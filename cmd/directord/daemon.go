@@ -46,6 +46,9 @@ type daemon struct {
 	nodeDone chan error
 	nodeKey  string // config.Canonical of what the node runs
 
+	statics   *vrrp.Statics // static_ipaddress, static_routes, static_rules (static.go)
+	staticsNL *netlink.Handle
+
 	k          *ipvs.Client
 	lvs        *director.LVS
 	lvsStop    context.CancelFunc
@@ -302,6 +305,10 @@ func (d *daemon) start(cfg *config.Config) error {
 			return err
 		}
 	}
+	// Before the instances: a unicast_src_ip may be a static address.
+	if err := d.applyStatics(cfg); err != nil {
+		return err
+	}
 	if d.runVRRP() && len(cfg.Instances) > 0 {
 		if err := d.startNode(cfg); err != nil {
 			return err
@@ -517,6 +524,7 @@ func (d *daemon) shutdown() error {
 	defer d.publish()
 	var errs []error
 	errs = append(errs, d.stopNode())
+	errs = append(errs, d.closeStatics()) // after the instances, as keepalived
 	if d.guard != nil {
 		d.guard.Stop() // after VRRP's own hand-over
 		d.guard = nil
@@ -701,6 +709,9 @@ func (d *daemon) reloadLocked() error {
 		}
 	} else if d.node != nil {
 		log.Info("reload: VRRP unchanged; its instances keep their state")
+	}
+	if err := d.applyStatics(cfg); err != nil {
+		log.Error("reload: static entries", "err", err)
 	}
 	d.openFIFOs(cfg) // those of the new file, if they changed
 	d.cfg = cfg
