@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The static_ipaddress, static_routes and static_rules blocks, and
@@ -47,6 +48,34 @@ func init() {
 			g.DefaultInterface = v
 		}
 	}
+	globalBlock.keys["max_auto_priority"] = func(d *decoder, n *Node, g *Global) {
+		if !d.noBlock(n) || !d.want(n, 0, 1) {
+			return
+		}
+		if len(n.Args) == 0 {
+			g.MaxAutoPriority = 99 // sched_get_priority_max(SCHED_RR)
+			return
+		}
+		v, err := strconv.Atoi(n.Args[0])
+		if err != nil || v < -1 || v > 99 {
+			d.rep.lenient(n.Pos, n.Keyword, "max_auto_priority %q must be in [0, 99] (or -1 to disable): ignored, as keepalived does", n.Args[0])
+			return
+		}
+		g.MaxAutoPriority = max(v, 0)
+	}
+	globalBlock.keys["min_auto_priority_delay"] = func(d *decoder, n *Node, g *Global) {
+		if !d.noBlock(n) || !d.want(n, 1, 1) {
+			return
+		}
+		v, err := strconv.Atoi(n.Args[0])
+		if err != nil || v < 1 || v > 10000000 {
+			d.rep.lenient(n.Pos, n.Keyword, "min_auto_priority_delay %q must be in [1, 10000000] microseconds: ignored, as keepalived does", n.Args[0])
+			return
+		}
+		g.MinAutoPriorityDelay = time.Duration(v) * time.Microsecond
+	}
+	delete(globalBlock.unsupported, "max_auto_priority")
+	delete(globalBlock.unsupported, "min_auto_priority_delay")
 	for _, k := range []string{"static_ipaddress", "static_routes", "static_rules"} {
 		delete(topBlock.unsupported, k)
 	}
@@ -427,6 +456,9 @@ func portRange(v string) ([2]uint16, bool) {
 // resolveStatic puts the static addresses that name no dev on
 // default_interface, eth0 when not given (keepalived's DFLT_INT).
 func (d *decoder) resolveStatic() {
+	if d.cfg.Global.MaxAutoPriority > 0 && d.cfg.Global.MinAutoPriorityDelay == 0 {
+		d.cfg.Global.MinAutoPriorityDelay = time.Second
+	}
 	dev := d.cfg.Global.DefaultInterface
 	if dev == "" {
 		dev = "eth0"

@@ -87,6 +87,13 @@ type Global struct {
 	// RTPriority, when not 0, runs directord's threads in SCHED_RR at this
 	// priority (vrrp_rt_priority).
 	RTPriority int `json:"vrrp_rt_priority,omitempty"`
+	// MaxAutoPriority (max_auto_priority) is the highest SCHED_RR
+	// priority directord raises itself to, one step at a time, each time
+	// its timers fire more than MinAutoPriorityDelay
+	// (min_auto_priority_delay, 1 s by default) late: 0 never (keepalived's
+	// default; -1 says so too), 99 for the keyword without a value.
+	MaxAutoPriority      int           `json:"max_auto_priority,omitempty"`
+	MinAutoPriorityDelay time.Duration `json:"min_auto_priority_delay,omitempty"`
 	// DefaultInterface (default_interface, eth0 by default as in
 	// keepalived) holds the static_ipaddress lines that name no dev.
 	DefaultInterface string `json:"default_interface,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRuleLines reads rule lines as keepalived 2.2.7's alloc_rule reads
@@ -131,5 +132,31 @@ func TestStaticAddressDefaultInterface(t *testing.T) {
 	_, diags := Parse("/k.conf", "static_ipaddress {\n 192.0.2.1/24 use_vmac\n}\n", nil, Options{Hostname: "h"})
 	if !diags.HasErrors() {
 		t.Errorf("use_vmac on a static address: no error")
+	}
+}
+
+// TestMaxAutoPriority reads max_auto_priority and min_auto_priority_delay
+// as keepalived's global_parser: no value is the highest SCHED_RR
+// priority, -1 is off, out of range is ignored with keepalived's message.
+func TestMaxAutoPriority(t *testing.T) {
+	for _, tt := range []struct {
+		lines    string
+		max      int
+		delay    time.Duration
+		warnings int
+	}{
+		{"", 0, 0, 0},
+		{"max_auto_priority", 99, time.Second, 0},
+		{"max_auto_priority 5\n min_auto_priority_delay 250000", 5, 250 * time.Millisecond, 0},
+		{"max_auto_priority -1", 0, 0, 0},
+		{"max_auto_priority 200\n min_auto_priority_delay 0", 0, 0, 2},
+	} {
+		cfg, diags := Parse("/k.conf", "global_defs {\n "+tt.lines+"\n}\n", nil, Options{Hostname: "h"})
+		if diags.HasErrors() || len(diags) != tt.warnings {
+			t.Errorf("%q: diagnostics %s, want %d warnings", tt.lines, diags, tt.warnings)
+		}
+		if g := cfg.Global; g.MaxAutoPriority != tt.max || g.MinAutoPriorityDelay != tt.delay {
+			t.Errorf("%q: %d %v, want %d %v", tt.lines, g.MaxAutoPriority, g.MinAutoPriorityDelay, tt.max, tt.delay)
+		}
 	}
 }

@@ -157,6 +157,8 @@ func vrrpKey(cfg *config.Config) string {
 	g.SyncDaemon, g.LVSTimeouts, g.LVSFlush, g.LVSFlushOnStop = nil, nil, false, ""
 	g.Nice, g.RTPriority = 0, 0
 	g.NotifyFIFO, g.VRRPNotifyFIFO, g.LVSNotifyFIFO = nil, nil, nil // the daemon's (fifo.go)
+	// Read at start; default_interface is the static entries' (static.go).
+	g.MaxAutoPriority, g.MinAutoPriorityDelay, g.DefaultInterface = 0, 0, ""
 	scripts := slices.SortedFunc(slices.Values(cfg.Scripts), func(a, b *config.VRRPScript) int { return strings.Compare(a.Name, b.Name) })
 	groups := slices.SortedFunc(slices.Values(cfg.SyncGroups), func(a, b *config.SyncGroup) int { return strings.Compare(a.Name, b.Name) })
 	insts := slices.SortedFunc(slices.Values(cfg.Instances), func(a, b *config.Instance) int { return strings.Compare(a.Name, b.Name) })
@@ -240,6 +242,9 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	// the addresses.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if g := cfg.Global; g.MaxAutoPriority > 0 && d.runVRRP() {
+		go runAutoPriority(ctx, &autoPriority{max: g.MaxAutoPriority, minDelay: g.MinAutoPriorityDelay}, g.RTPriority, log)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
