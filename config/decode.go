@@ -23,6 +23,10 @@ type decoder struct {
 	// family (IPv4, IPv6): keepalived counts down from 16384 in the file's
 	// order, static_rules and virtual_rules alike.
 	rulePriority [2]uint32
+	// fs reads iproute2's rt_tables for table names; tables is what it
+	// holds, read at the first name (rtTables).
+	fs     FileSystem
+	tables []rtName
 }
 
 func (d *decoder) declared(kind, name string) {

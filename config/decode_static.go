@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,9 +201,9 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			if !ok {
 				return skip("%s needs a table", w)
 			}
-			t, ok := routeTable(v)
+			t, ok := d.routeTable(v)
 			if !ok {
-				return skip("routing table %q is not a number, main, local or default", v)
+				return skip("routing table %q not found (a number, or a name of %s)", v, rtTablesFile)
 			}
 			if t == 0 {
 				return skip("table 0 is not valid")
@@ -404,18 +405,62 @@ func family4or6(a netip.Addr) string {
 	return "inet6"
 }
 
-// routeTable reads a table number or one of the kernel's named tables.
-func routeTable(v string) (uint32, bool) {
-	switch v {
-	case "main":
-		return 254, true
-	case "local":
-		return 255, true
-	case "default":
-		return 253, true
+// rtTablesFile names the routing tables, as iproute2 and keepalived read
+// it: "NUMBER NAME" lines.
+const rtTablesFile = "/etc/iproute2/rt_tables"
+
+type rtName struct {
+	id   uint32
+	name string
+}
+
+// routeTable reads a table as keepalived's find_rttables_table: a number,
+// else a name of rt_tables (the first line that has it), else one of the
+// kernel's own tables whose number the file does not name.
+func (d *decoder) routeTable(v string) (uint32, bool) {
+	if n, err := strconv.ParseUint(v, 0, 32); err == nil {
+		return uint32(n), true
 	}
-	n, err := strconv.ParseUint(v, 0, 32)
-	return uint32(n), err == nil
+	if d.tables == nil {
+		d.tables = []rtName{}
+		if d.fs != nil {
+			if b, err := d.fs.ReadFile(rtTablesFile); err == nil {
+				d.tables = parseRtTables(string(b))
+			}
+		}
+		for _, def := range []rtName{{253, "default"}, {254, "main"}, {255, "local"}} {
+			if !slices.ContainsFunc(d.tables, func(t rtName) bool { return t.id == def.id }) {
+				d.tables = append(d.tables, def)
+			}
+		}
+	}
+	for _, t := range d.tables {
+		if t.name == v {
+			return t.id, true
+		}
+	}
+	return 0, false
+}
+
+// parseRtTables reads rt_tables' "NUMBER NAME" lines, skipping comments
+// and any other line, as keepalived's read_file.
+func parseRtTables(text string) []rtName {
+	var out []rtName
+	for _, l := range strings.Split(text, "\n") {
+		if i := strings.IndexAny(l, "#!"); i >= 0 {
+			l = l[:i]
+		}
+		f := strings.Fields(l)
+		if len(f) != 2 || strings.HasPrefix(f[0], "-") {
+			continue
+		}
+		n, err := strconv.ParseUint(f[0], 0, 32)
+		if err != nil {
+			continue
+		}
+		out = append(out, rtName{uint32(n), f[1]})
+	}
+	return out
 }
 
 // parseRealms reads TO or FROM/TO: FROM in the high 16 bits.

@@ -160,3 +160,29 @@ func TestMaxAutoPriority(t *testing.T) {
 		}
 	}
 }
+
+// TestTableNames reads rule and route tables by their rt_tables names, as
+// keepalived's find_rttables_table: the file's first line with the name,
+// the kernel's own names unless the file names their number (here 253 is
+// "mine": "default" is then no name, as in keepalived).
+func TestTableNames(t *testing.T) {
+	files := MapFS{rtTablesFile: "# comment\n100 vip\n101 vip\n253 mine\n  7\tseven # trailing\nbad line here\n"}
+	conf := "static_rules {\n from 192.0.2.1 table vip priority 1\n from 192.0.2.2 lookup seven priority 2\n" +
+		" from 192.0.2.3 table main priority 3\n from 192.0.2.4 table default priority 4\n from 192.0.2.5 table mine priority 5\n" +
+		" from 192.0.2.6 table nosuch priority 6\n}\n" +
+		"static_routes {\n 198.51.100.0/24 dev eth0 table vip\n}\n"
+	cfg, diags := Parse("/k.conf", conf, files, Options{Hostname: "h"})
+	var got []uint32
+	for _, r := range cfg.StaticRules {
+		got = append(got, r.Table)
+	}
+	if want := []uint32{100, 7, 254, 253}; !slices.Equal(got, want) {
+		t.Errorf("tables %v, want %v", got, want)
+	}
+	if len(cfg.StaticRoutes) != 1 || cfg.StaticRoutes[0].Table != 100 {
+		t.Errorf("route table: %v", cfg.StaticRoutes)
+	}
+	if len(diags) != 2 || !strings.Contains(diags[0].Message, `"default" not found`) || !strings.Contains(diags[1].Message, `"nosuch" not found`) {
+		t.Errorf("diagnostics: %s", diags)
+	}
+}
