@@ -29,6 +29,7 @@ const staticBlocks = `
 static_ipaddress {
     192.0.2.10/24 dev dda
     192.0.2.11/32 dev dda scope link
+    192.0.2.13/32 dev dda no_track
     2001:db8::10/64 dev dda
 }
 static_routes {
@@ -143,14 +144,16 @@ func TestStaticEntriesAsKeepalived(t *testing.T) {
 	for _, ns := range []*nstest.NS{d, k} {
 		ip(ns, "rule", "del", "priority", "100")
 		ip(ns, "addr", "del", "192.0.2.11/32", "dev", "dda")
+		ip(ns, "addr", "del", "192.0.2.13/32", "dev", "dda") // no_track: not added again
 		ip(ns, "route", "del", "198.51.101.0/24", "table", "100")
 	}
 	both := func(sub string) bool {
 		return strings.Contains(netState(t, d), sub) && strings.Contains(netState(t, k), sub)
 	}
 	nstest.WaitFor(t, 5*time.Second, "the deleted address added again", func() bool { return both("192.0.2.11/32") && same() })
-	if got := netState(t, d); strings.Contains(got, "100:\tfrom 192.0.2.10") || strings.Contains(got, "198.51.101.0/24") {
-		t.Errorf("the deleted route or rule is back, where keepalived leaves them:\n%s", got)
+	if got := netState(t, d); strings.Contains(got, "100:\tfrom 192.0.2.10") || strings.Contains(got, "198.51.101.0/24") ||
+		strings.Contains(got, "192.0.2.13/32") {
+		t.Errorf("the deleted route, rule or no_track address is back, where keepalived leaves them:\n%s", got)
 	}
 	// A link down and up: the kernel removes its routes (and IPv6
 	// addresses); keepalived adds the interface's static addresses and
