@@ -104,8 +104,8 @@ func startStatics(t *testing.T, ns *nstest.NS, conf string) *Statics {
 // TestStaticEntriesAsKeepalived: directord and keepalived 2.2.7, each in
 // a namespace of its own built alike, given the same static blocks, hold
 // the same addresses, routes and rules; both add again what an operator
-// deletes and what a link going down and up removed; both remove all of
-// it at stop.
+// deletes and what a link going down and up, or deleted and made again,
+// removed; both remove all of it at stop.
 func TestStaticEntriesAsKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
 	d, dp := nstest.New(t, "dd-st-d"), nstest.New(t, "dd-st-dp")
@@ -169,6 +169,16 @@ func TestStaticEntriesAsKeepalived(t *testing.T) {
 	}
 	nstest.WaitFor(t, 5*time.Second, "the link's entries added again", func() bool {
 		return both("198.51.100.0/24 via") && both("198.51.101.0/24") && same()
+	})
+	// The interface deleted and made again (a veth pair rebuilt): both
+	// add its static addresses and routes to the new one.
+	for _, ns := range []*nstest.NS{d, k} {
+		ip(ns, "link", "del", "dda")
+	}
+	nstest.Link(t, d, dp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.Link(t, k, kp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.WaitFor(t, 5*time.Second, "the new link's entries", func() bool {
+		return both("192.0.2.10/24") && both("192.0.2.11/32") && both("198.51.100.0/24 via") && same()
 	})
 
 	if err := s.Close(); err != nil {
