@@ -109,10 +109,6 @@ func (d *decoder) staticAddress(c *Node) (VIP, bool) {
 	return d.vip(&l)
 }
 
-// ruleActions are the rule types keepalived takes (FR_ACT_*); the rest
-// of iproute2's route types it refuses as actions.
-var ruleActions = []string{"goto", "nop", "blackhole", "unreachable", "prohibit"}
-
 var ruleOptions = []string{"inet", "inet6", "from", "to", "table", "lookup", "not", "preference", "order",
 	"priority", "tos", "dsfield", "fwmark", "realms", "suppress_prefixlength", "sup_pl", "suppress_ifgroup",
 	"sup_group", "dev", "iif", "oif", "uidrange", "protocol", "ipproto", "sport", "dport", "no_track", "type",
