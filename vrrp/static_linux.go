@@ -35,8 +35,9 @@ import (
 //   - at stop (Close), the rules, then routes, then addresses it added are
 //     removed.
 //
-// An entry that cannot be added (its interface absent) is logged and
-// skipped, as keepalived skips it when it reads the file.
+// An entry that cannot be added (its interface absent) is logged;
+// keepalived drops it when it reads the file, Statics adds it (an
+// address or a route with dev) when its interface comes up.
 //
 // # Network namespaces
 //
