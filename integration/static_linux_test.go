@@ -65,3 +65,32 @@ func TestBinaryStaticEntries(t *testing.T) {
 		t.Errorf("directord left at stop:\n%s\nwant:\n%s", got, before)
 	}
 }
+
+// TestBinaryRefusesMissingInterface: a static entry on an interface this
+// host lacks stops directord at start, as it stops keepalived
+// ("Non-existent interface specified in configuration"), having added
+// nothing.
+func TestBinaryRefusesMissingInterface(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-ism-a")
+	b := nstest.New(t, "dd-ism-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	file := filepath.Join(t.TempDir(), "keepalived.conf")
+	conf := "static_ipaddress {\n 192.0.2.10/32 dev dda\n 192.0.2.11/32 dev nosuch0\n}\n"
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := nstest.Start(t, a, binary, "-n", "-l", "-f", file)
+	if !d.Wait(10 * time.Second) {
+		t.Fatal("directord did not stop")
+	}
+	if code := d.Cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("exit code 0")
+	}
+	if !strings.Contains(d.Output(), "interface nosuch0 does not exist") {
+		t.Errorf("output does not name the interface:\n%s", d.Output())
+	}
+	if a.HasAddr(t, "dda", "192.0.2.10") {
+		t.Error("192.0.2.10 was added")
+	}
+}

@@ -109,7 +109,17 @@ func ruleString(cr config.Rule) string {
 }
 
 // Add installs cr; a rule already there is left alone and not claimed.
+// A rule naming an interface that does not exist is refused, as
+// keepalived refuses it (the kernel would take the name).
 func (r *Rules) Add(cr config.Rule) error {
+	for _, dev := range []string{cr.IIf, cr.OIf} {
+		if dev == "" {
+			continue
+		}
+		if _, err := r.h.LinkByName(dev); err != nil {
+			return fmt.Errorf("add rule %s: interface %s: %w", ruleString(cr), dev, err)
+		}
+	}
 	nr := toRule(cr)
 	err := r.h.RuleAdd(nr)
 	if errors.Is(err, syscall.EEXIST) {

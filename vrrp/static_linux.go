@@ -35,9 +35,10 @@ import (
 //   - at stop (Close), the rules, then routes, then addresses it added are
 //     removed.
 //
-// An entry that cannot be added (its interface absent) is logged;
-// keepalived drops it when it reads the file, Statics adds it (an
-// address or a route with dev) when its interface comes up.
+// The interfaces the entries name must exist (CheckInterfaces): an entry
+// that cannot be added all the same (its interface deleted in between) is
+// logged, and an address or a route with dev is added when its interface
+// comes up.
 //
 // # Network namespaces
 //
@@ -282,4 +283,41 @@ func (s *Statics) Close() error {
 	s.sock.Close()
 	<-s.done
 	return errors.Join(s.rules.RemoveAll(), s.routes.RemoveAll(), s.addrs.RemoveAll())
+}
+
+// CheckInterfaces reports the interfaces that cfg's static entries and
+// virtual rules name and that h's namespace lacks, each with the line
+// that names it. keepalived (without dynamic_interfaces) refuses such a
+// configuration whole: "Non-existent interface specified in
+// configuration", its VRRP process exits; directord refuses to start
+// with it, and refuses a reload to it.
+func CheckInterfaces(h *netlink.Handle, cfg *config.Config) error {
+	var errs []error
+	seen := map[string]bool{}
+	check := func(pos config.Pos, what, dev string) {
+		if dev == "" || seen[dev] {
+			return
+		}
+		if _, err := h.LinkByName(dev); err != nil {
+			seen[dev] = true
+			errs = append(errs, fmt.Errorf("%s: %s: interface %s does not exist", pos, what, dev))
+		}
+	}
+	for _, v := range cfg.StaticAddresses {
+		check(v.Pos, "static_ipaddress", v.Dev)
+	}
+	for _, r := range cfg.StaticRoutes {
+		check(r.Pos, "static_routes", r.Dev)
+	}
+	for _, r := range cfg.StaticRules {
+		check(r.Pos, "static_rules", r.IIf)
+		check(r.Pos, "static_rules", r.OIf)
+	}
+	for _, in := range cfg.Instances {
+		for _, r := range in.Rules {
+			check(r.Pos, "virtual_rules", r.IIf)
+			check(r.Pos, "virtual_rules", r.OIf)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -118,6 +118,7 @@ func TestStaticEntriesAsKeepalived(t *testing.T) {
 	}
 	ka := nstest.Keepalived(t, k, staticBlocks)
 	s := startStatics(t, d, staticBlocks)
+	defer logStates(t, d, k)
 	same := func() bool { return netState(t, d) == netState(t, k) }
 	held := func() bool { return same() && strings.Contains(netState(t, k), "goto 300") && netState(t, d) != before }
 	if nstest.WaitFor(t, 10*time.Second, "the same entries as keepalived", held); t.Failed() {
@@ -131,7 +132,6 @@ func TestStaticEntriesAsKeepalived(t *testing.T) {
 		}
 	}
 
-	defer logStates(t, d, k)
 	ip := func(ns *nstest.NS, args ...string) {
 		t.Helper()
 		if out, err := exec.Command("ip", append([]string{"-n", ns.Name}, args...)...).CombinedOutput(); err != nil {
@@ -335,5 +335,34 @@ func TestStaticEntriesReload(t *testing.T) {
 	want := []string{"addr 192.0.2.21", "route 198.51.102.0/24", "rule 201"}
 	if !slices.Equal(got, want) {
 		t.Errorf("deleted at the reload: %q, want %q", got, want)
+	}
+}
+
+// TestCheckInterfaces names each missing interface of the static entries
+// and virtual rules once, with its line: keepalived refuses such a file
+// ("Non-existent interface specified in configuration"), and so does
+// directord, at start and at a reload.
+func TestCheckInterfaces(t *testing.T) {
+	nstest.RequireRoot(t)
+	d, dp := nstest.New(t, "dd-ci-d"), nstest.New(t, "dd-ci-dp")
+	nstest.Link(t, d, dp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
+	conf := "static_ipaddress {\n 192.0.2.10/24 dev dda\n 192.0.2.11/24 dev nosuch0\n}\n" +
+		"static_routes {\n 198.51.100.0/24 dev nosuch0\n}\n" +
+		"static_rules {\n iif dda oif nosuch1 table 100 priority 1\n}\n" +
+		nstest.Instance("dda", 100, 3, "1", "192.0.2.100/24", "virtual_rules {\n        iif nosuch2 table 100 priority 2\n    }")
+	cfg, diags := config.Parse("/test.conf", conf, nil, config.Options{Hostname: d.Name})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	err := CheckInterfaces(d.NL, cfg)
+	want := "/test.conf:3: static_ipaddress: interface nosuch0 does not exist\n" +
+		"/test.conf:9: static_rules: interface nosuch1 does not exist\n" +
+		"/test.conf:18: virtual_rules: interface nosuch2 does not exist"
+	if err == nil || err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+	cfg, _ = config.Parse("/test.conf", "static_ipaddress {\n 192.0.2.10/24 dev dda\n}\n", nil, config.Options{Hostname: d.Name})
+	if err := CheckInterfaces(d.NL, cfg); err != nil {
+		t.Errorf("all present: %v", err)
 	}
 }

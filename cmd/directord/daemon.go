@@ -609,6 +609,9 @@ func (d *daemon) reloadLocked() error {
 	if _, err := director.NewPools(cfg); err != nil {
 		return err
 	}
+	if err := d.checkInterfaces(cfg); err != nil {
+		return err
+	}
 	wantLVS := d.runLVS(cfg)
 	var checks *checkSet
 	if d.lvs != nil {

@@ -17,6 +17,9 @@ func (d *daemon) applyStatics(cfg *config.Config) error {
 	if !d.runVRRP() {
 		return nil
 	}
+	if err := d.checkInterfaces(cfg); err != nil {
+		return err
+	}
 	if d.statics == nil {
 		if len(cfg.StaticAddresses)+len(cfg.StaticRoutes)+len(cfg.StaticRules) == 0 {
 			return nil
@@ -34,6 +37,21 @@ func (d *daemon) applyStatics(cfg *config.Config) error {
 	}
 	d.statics.Apply(cfg)
 	return nil
+}
+
+// checkInterfaces refuses a configuration whose static entries or
+// virtual rules name an interface this host lacks, as keepalived refuses
+// it; with -C there is nothing to check.
+func (d *daemon) checkInterfaces(cfg *config.Config) error {
+	if !d.runVRRP() {
+		return nil
+	}
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return fmt.Errorf("netlink: %w", err)
+	}
+	defer h.Close()
+	return vrrp.CheckInterfaces(h, cfg)
 }
 
 // closeStatics removes the static entries directord added.
