@@ -106,3 +106,44 @@ func TestNamespaceReloadChangesVirtualRules(t *testing.T) {
 		t.Errorf("the stop left rules:\n%s", got)
 	}
 }
+
+// TestRuleAndRouteInterfacesTracked: the interfaces an instance's virtual
+// rules and routes name are tracked as keepalived tracks them: one going
+// down puts the instance in FAULT, up again lets it be master; those of
+// no_track lines are not tracked.
+func TestRuleAndRouteInterfacesTracked(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-rt-ta")
+	b := nstest.New(t, "dd-rt-tb")
+	c := nstest.New(t, "dd-rt-tc")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.Link(t, a, c, "ddx", "ddc", "198.51.100.1/24", "198.51.100.2/24")
+	nstest.Link(t, a, c, "ddz", "ddd", "203.0.113.1/24", "203.0.113.2/24")
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", append([]string{"-n", a.Name}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", args, err, out)
+		}
+	}
+	for _, c := range []struct{ name, extra, dev string }{
+		{"rule iif", "virtual_rules {\n        iif ddx table 100 priority 5\n    }", "ddx"},
+		{"route dev", "virtual_routes {\n        192.0.2.128/25 dev ddx\n    }", "ddx"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			extra := c.extra + "\n    virtual_rules {\n        oif ddz table 100 priority 6 no_track\n    }"
+			if c.name == "route dev" {
+				extra = c.extra + "\n    virtual_routes {\n        192.0.2.64/26 dev ddz no_track\n    }"
+			}
+			na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", extra))
+			defer na.stop()
+			nstest.WaitFor(t, 5*time.Second, "master", func() bool { return na.state(t) == Master })
+			ip("link", "set", "ddz", "down") // no_track: nothing happens
+			nstest.HoldFor(t, 300*time.Millisecond, "master with a no_track interface down", func() bool { return na.state(t) == Master })
+			ip("link", "set", "ddz", "up")
+			ip("link", "set", c.dev, "down")
+			nstest.WaitFor(t, 2*time.Second, "fault", func() bool { return na.state(t) == Fault })
+			ip("link", "set", c.dev, "up")
+			nstest.WaitFor(t, 5*time.Second, "master again", func() bool { return na.state(t) == Master })
+		})
+	}
+}
