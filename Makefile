@@ -12,7 +12,7 @@ STATICCHECK_VERSION := v0.8.2
 # benchmarks; ipvsadm, user-mode-linux and kmod (modprobe): the real-IPVS
 # tests; time: the benchmark's resource figures; systemd: systemd-analyze
 # verify of the unit (no running systemd needed).
-APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd
+APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd frr
 
 .PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks demo deps apt-install fuzz fuzz-smoke clean integration
 
@@ -27,7 +27,7 @@ build:
 ## -race, which cannot map its memory in the guest. The host's go test
 ## skips these tests (internal/ipvstest).
 ##   make integration RUN=TestX UML_PACKAGES=./ipvs V=1
-UML_PACKAGES := ./integration/uml ./ipvs ./integration/lvs ./integration/lab
+UML_PACKAGES := ./integration/uml ./ipvs ./internal/ipvstest ./integration/lvs ./integration/lab ./integration/bgp
 UML_APT_PACKAGES := user-mode-linux ipvsadm kmod iproute2
 UML_BIN := $(BIN)/uml
 UML_MEM := 1536M
@@ -44,7 +44,7 @@ test: test-deps
 	@$(MAKE) --no-print-directory integration
 
 # The Debian packages the tests read or run; installed when missing.
-TEST_PACKAGES := keepalived systemd $(UML_APT_PACKAGES)
+TEST_PACKAGES := keepalived systemd frr $(UML_APT_PACKAGES)
 test-deps:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_PACKAGES)"
 

@@ -27,6 +27,9 @@ type decoder struct {
 	// holds, read at the first name (rtTables).
 	fs     FileSystem
 	tables []rtName
+	// procMisses are track_process entries naming no vrrp_track_process
+	// defined before them (decode_trackproc.go).
+	procMisses []procMiss
 }
 
 func (d *decoder) declared(kind, name string) {
@@ -49,7 +52,18 @@ type block[T any] struct {
 	// unsupported names keepalived keywords directord does not implement,
 	// with a short reason (or "").
 	unsupported map[string]string
+	// extension marks a block that keepalived does not read at all: every
+	// keyword of it is a directord extension.
+	extension bool
 }
+
+// differs tells whether c's value is one that Differences speaks of.
+func differs(block string, c *Node) bool {
+	v, ok := DifferingValues[block][c.Keyword]
+	return !ok || len(c.Args) > 0 && strings.EqualFold(c.Args[0], v)
+}
+
+func (b *block[T]) isExtension() bool { return b.extension }
 
 // walk decodes the children of n into t. An unknown keyword, or one
 // directord does not support, is reported once and skipped with everything
@@ -57,7 +71,7 @@ type block[T any] struct {
 func walk[T any](d *decoder, n *Node, b *block[T], t *T) {
 	for _, c := range n.Children {
 		if h, ok := b.keys[c.Keyword]; ok {
-			if how, ok := Differences[b.name][c.Keyword]; ok {
+			if how, ok := Differences[b.name][c.Keyword]; ok && differs(b.name, c) {
 				d.cfg.Differs = append(d.cfg.Differs, Difference{Pos: c.Pos, Block: b.name, Keyword: c.Keyword, How: how})
 			}
 			h(d, c, t)
@@ -100,6 +114,10 @@ func (d *decoder) unknown(n *Node, where string, known []string, top bool) {
 	hint := ""
 	if s := suggest(n.Keyword, known); s != "" {
 		hint = fmt.Sprintf("; did you mean %q?", s)
+	} else if v := "vrrp_" + n.Keyword; top && n.Block && topNames()[v] {
+		// "track_process NAME { ... }": the block is vrrp_track_process,
+		// the name without vrrp_ is what instances write inside.
+		hint = fmt.Sprintf("; did you mean %q?", v)
 	} else if home := keywordHome(n.Keyword); home != "" && home != where {
 		hint = fmt.Sprintf("; it belongs in %s", home)
 	}

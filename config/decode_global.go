@@ -12,8 +12,8 @@ import (
 // that knows a keyword is named.
 func allBlocks() []namedBlock {
 	return []namedBlock{topBlock, globalBlock, instanceBlock, scriptBlock, syncGroupBlock,
-		authBlock, trackFileBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock,
-		udpCheckBlock, dnsCheckBlock, smtpCheckBlock, smtpHostBlock, sslBlock}
+		authBlock, trackFileBlock, trackProcessBlock, vsBlock, rsBlock, httpCheckBlock, urlBlock, tcpCheckBlock, miscCheckBlock,
+		udpCheckBlock, dnsCheckBlock, smtpCheckBlock, smtpHostBlock, sslBlock, bgpBlock, neighborBlock}
 }
 
 // oldSyncGroupMembers takes instance names written straight inside a
@@ -126,8 +126,7 @@ var topBlock = &block[Config]{
 		"linkbeat_use_polling":     "directord follows netlink link state",
 		"linkbeat_interfaces":      "directord follows netlink link state",
 		"interface_up_down_delays": "",
-		"vrrp_track_process":       "",
-		"bfd_instance":             "",
+		"bfd_instance":             bfdNotSupported,
 		"track_group":              "",
 		"static_ipaddress":         "directord only manages addresses that move with VRRP",
 		"static_routes":            "directord only manages routes that move with VRRP",
@@ -249,6 +248,27 @@ var globalBlock = &block[Global]{
 		// keepalived 2.2.7 ignores a bad value ("vrrp_garp_interval '0' is
 		// invalid"): RHEL 7's stock file has 0, which it then reads as the
 		// default, no interval.
+		"process_monitor_rcv_bufs": func(d *decoder, n *Node, g *Global) {
+			if !d.noBlock(n) {
+				return
+			}
+			if len(n.Args) == 0 {
+				d.rep.lenient(n.Pos, n.Keyword, "size missing: ignored, as keepalived does")
+				return
+			}
+			d.want(n, 1, 1)
+			v, err := strconv.ParseUint(n.Args[0], 10, 32)
+			if err != nil {
+				d.rep.lenient(n.Pos, n.Keyword, "size %q is not a number from 0 to 4294967295: ignored, as keepalived does", n.Args[0])
+				return
+			}
+			if v != 0 { // 0: the kernel's default, as unset
+				g.ProcessMonitorRcvBufs = uint32(v)
+			}
+		},
+		"process_monitor_rcv_bufs_force": func(d *decoder, n *Node, g *Global) {
+			g.ProcessMonitorRcvBufsForce, _ = d.flag(n)
+		},
 		"vrrp_garp_interval": func(d *decoder, n *Node, g *Global) {
 			if v, ok := d.ignoredTimer(n, time.Microsecond, 4294*time.Second); ok {
 				g.GarpInterval = v
@@ -375,7 +395,6 @@ func globalUnsupported() map[string]string {
 		"vrrp_netlink_monitor_rcv_bufs", "vrrp_netlink_monitor_rcv_bufs_force",
 		"lvs_netlink_cmd_rcv_bufs", "lvs_netlink_cmd_rcv_bufs_force",
 		"lvs_netlink_monitor_rcv_bufs", "lvs_netlink_monitor_rcv_bufs_force",
-		"process_monitor_rcv_bufs", "process_monitor_rcv_bufs_force",
 		"vrrp_rx_bufs_policy", "vrrp_rx_bufs_multiplier")
 	add("directord always validates before reloading and treats a missing include as an error",
 		"reload_check_config", "include_check", "reload_time_file", "reload_repeat", "reload_file",

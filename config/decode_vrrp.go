@@ -252,8 +252,7 @@ var instanceBlock = &block[Instance]{
 		"vmac_xmit_base":             "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
-		"track_process":              "use track_script",
-		"track_bfd":                  "",
+		"track_bfd":                  bfdNotSupported,
 		"virtual_rules":              "",
 		"notify_master_rx_lower_pri": "",
 		"kernel_rx_buf_size":         "",
@@ -388,8 +387,7 @@ var syncGroupBlock = &block[SyncGroup]{
 		},
 	},
 	unsupported: map[string]string{
-		"track_process": "use track_script",
-		"track_bfd":     "",
+		"track_bfd": bfdNotSupported,
 	},
 }
 
@@ -412,7 +410,7 @@ func (d *decoder) trackInterfaces(n *Node) []TrackInterface {
 	d.want(n, 0, 0)
 	var out []TrackInterface
 	d.lines(n, func(c *Node) {
-		t := TrackInterface{Name: c.Keyword}
+		t := TrackInterface{Name: c.Keyword, pos: c.Pos}
 		w, rev, ok := d.trackWeight(c, []string{"reverse"})
 		if !ok {
 			return

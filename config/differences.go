@@ -3,6 +3,13 @@ package config
 // Differences are the keywords directord reads but runs differently from
 // keepalived 2.2.7, by block (as docs/keywords.md names blocks), with what
 // differs. The language-wide differences are in docs/configuration.md.
+// DifferingValues narrows an entry of Differences to one value of the
+// keyword (its first word, in any case): a file that uses the keyword
+// with another value runs as keepalived runs it.
+var DifferingValues = map[string]map[string]string{
+	"authentication": {"auth_type": "AH"},
+}
+
 var Differences = map[string]map[string]string{
 	"virtual_server": {
 		"sorry_server": "the words after the port (lvs_method ...) are read as the sorry server's method; keepalived ignores them",

@@ -52,8 +52,7 @@ does not read.
 				b.WriteString(", ")
 			}
 			b.WriteString("`" + k + "`")
-			// vrrp_script's rise and fall are keepalived's own.
-			if _, ok := Extensions[k]; ok && nb.blockName() != "vrrp_script" {
+			if IsExtension(nb.blockName(), k) {
 				b.WriteString("†")
 			}
 		}
@@ -82,4 +81,30 @@ does not read.
 		}
 	}
 	return b.String()
+}
+
+// TestDifferingValues: a keyword that runs differently for one value only
+// (auth_type AH) is listed for that value, in any case, and not for the
+// others, which run as keepalived runs them.
+func TestDifferingValues(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  int
+	}{{"PASS", 0}, {"AH", 1}, {"ah", 1}} {
+		text := "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 51\n priority 100\n authentication {\n  auth_type " +
+			tt.value + "\n  auth_pass secret\n }\n virtual_ipaddress {\n  192.0.2.100/24\n }\n}\n"
+		cfg, diags := Parse("k.conf", text, nil, Options{})
+		if cfg == nil {
+			t.Fatalf("auth_type %s: %v", tt.value, diags)
+		}
+		n := 0
+		for _, d := range cfg.Differs {
+			if d.Keyword == "auth_type" {
+				n++
+			}
+		}
+		if n != tt.want {
+			t.Errorf("auth_type %s: listed %d times among the differences, want %d", tt.value, n, tt.want)
+		}
+	}
 }

@@ -32,6 +32,8 @@ type Config struct {
 	StaticAddresses []VIP   `json:"static_ipaddress,omitempty"`
 	StaticRoutes    []Route `json:"static_routes,omitempty"`
 	StaticRules     []Rule  `json:"static_rules,omitempty"`
+	// TrackProcesses are the vrrp_track_process blocks.
+	TrackProcesses []*TrackProcess `json:"track_processes,omitempty"`
 
 	// Differs lists, in the order of the file, each keyword the file uses
 	// that directord runs differently from keepalived (Differences), for
@@ -62,6 +64,12 @@ type Global struct {
 	// keepalived_script if that user exists, else root (resolved at run time).
 	ScriptUser  string `json:"script_user,omitempty"`
 	ScriptGroup string `json:"script_group,omitempty"`
+
+	// ProcessMonitorRcvBufs is the receive buffer of the process events
+	// socket of vrrp_track_process (0: the kernel's default), set past
+	// the kernel's rmem_max with ProcessMonitorRcvBufsForce.
+	ProcessMonitorRcvBufs      uint32 `json:"process_monitor_rcv_bufs,omitempty"`
+	ProcessMonitorRcvBufsForce bool   `json:"process_monitor_rcv_bufs_force,omitempty"`
 
 	SyncDaemon     *SyncDaemon  `json:"lvs_sync_daemon,omitempty"`
 	LVSTimeouts    *LVSTimeouts `json:"lvs_timeouts,omitempty"`
@@ -109,9 +117,12 @@ type Global struct {
 	// Email is where e-mail alerts go (notification_email, smtp_server,
 	// ...); nil when global_defs names none of its keywords.
 	Email *Email `json:"email,omitempty"`
+	// BGP is the bgp block (a directord extension); nil when not given.
+	BGP *BGP `json:"bgp,omitempty"`
 
 	// smtp_alert, smtp_alert_vrrp and smtp_alert_checker: nil when not given.
 	smtpAlert, smtpAlertVRRP, smtpAlertChecker *bool
+	bgpWithdrawWait                            *time.Duration
 	set                                        map[string]Pos // keywords given, for defaults that depend on them
 }
 
@@ -229,13 +240,14 @@ type VRRPScript struct {
 
 // SyncGroup is a vrrp_sync_group: instances that change state together.
 type SyncGroup struct {
-	Pos             Pos              `json:"pos"`
-	Name            string           `json:"name"`
-	Members         []string         `json:"group"`
-	TrackInterfaces []TrackInterface `json:"track_interface,omitempty"`
-	TrackScripts    []TrackScript    `json:"track_script,omitempty"`
-	TrackFiles      []TrackFileUse   `json:"track_file,omitempty"`
-	Notify          Notify           `json:"notify"`
+	Pos             Pos               `json:"pos"`
+	Name            string            `json:"name"`
+	Members         []string          `json:"group"`
+	TrackInterfaces []TrackInterface  `json:"track_interface,omitempty"`
+	TrackScripts    []TrackScript     `json:"track_script,omitempty"`
+	TrackFiles      []TrackFileUse    `json:"track_file,omitempty"`
+	TrackProcesses  []TrackProcessUse `json:"track_process,omitempty"`
+	Notify          Notify            `json:"notify"`
 	// NotifyPriorityChanges is the group's notify_priority_changes, the
 	// default of its members'; nil when not given.
 	NotifyPriorityChanges *bool `json:"notify_priority_changes,omitempty"`
@@ -257,6 +269,7 @@ type TrackInterface struct {
 	Name    string `json:"name"`
 	Weight  int    `json:"weight"`
 	Reverse bool   `json:"reverse,omitempty"`
+	pos     Pos
 }
 
 // TrackScript is one track_script entry; Weight is the script's own unless
@@ -299,10 +312,11 @@ type Instance struct {
 	CheckUnicastSrc    bool          `json:"check_unicast_src"`
 	TrackSrcIP         bool          `json:"track_src_ip,omitempty"`
 
-	TrackInterfaces  []TrackInterface `json:"track_interface,omitempty"`
-	TrackScripts     []TrackScript    `json:"track_script,omitempty"`
-	TrackFiles       []TrackFileUse   `json:"track_file,omitempty"`
-	DontTrackPrimary bool             `json:"dont_track_primary,omitempty"`
+	TrackInterfaces  []TrackInterface  `json:"track_interface,omitempty"`
+	TrackScripts     []TrackScript     `json:"track_script,omitempty"`
+	TrackFiles       []TrackFileUse    `json:"track_file,omitempty"`
+	TrackProcesses   []TrackProcessUse `json:"track_process,omitempty"`
+	DontTrackPrimary bool              `json:"dont_track_primary,omitempty"`
 
 	Notify Notify `json:"notify"`
 	// SMTPAlert: the instance's transitions are mailed (smtp_alert, else
@@ -463,6 +477,9 @@ type VirtualServer struct {
 	// smtp_alert_checker, else smtp_alert, else no; and only when
 	// global_defs' Email is enabled).
 	SMTPAlert bool `json:"smtp_alert,omitempty"`
+	// Announce (announce bgp, a directord extension): the address is
+	// announced by BGP while the service can serve; nil when not given.
+	Announce *Announce `json:"announce,omitempty"`
 
 	timing    timing
 	weight    int

@@ -38,6 +38,7 @@ func (d *decoder) resolve() {
 	d.pruneSyncGroups()
 	d.resolveTracking()
 	d.resolveTrackFiles()
+	d.resolveTrackProcesses()
 	d.resolveFIFOs()
 	d.resolvePriorityChanges()
 	if sd := g.SyncDaemon; sd != nil && sd.SyncID < 0 {
@@ -52,6 +53,7 @@ func (d *decoder) resolve() {
 		d.resolveVS(vs)
 	}
 	d.resolveSMTPAlerts()
+	d.resolveBGP()
 }
 
 // resolveSMTPAlerts applies keepalived's smtp_alert inheritance: an
@@ -140,6 +142,19 @@ func (d *decoder) resolveInstance(in *Instance) {
 	default:
 		in.Family = "inet"
 	}
+	// keepalived 2.2.7 (vrrp.c, vrrp_complete_instance): "Ignoring
+	// track_interface X since own interface", at any weight; the own
+	// interface is tracked anyway (down is FAULT) unless
+	// dont_track_primary.
+	kt := in.TrackInterfaces[:0]
+	for _, ti := range in.TrackInterfaces {
+		if in.Interface != "" && ti.Name == in.Interface {
+			d.rep.lenient(ti.pos, "track_interface", "%s is %s's own interface: ignored as keepalived does (its own interface is tracked anyway, down is FAULT, unless dont_track_primary)", ti.Name, in.Name)
+			continue
+		}
+		kt = append(kt, ti)
+	}
+	in.TrackInterfaces = kt
 	// keepalived 2.2.7 drops an address of another family: "(VI_1):
 	// address family must match VRRP instance [2001:db8::15/64] - ignoring".
 	kept := in.VIPs[:0]

@@ -37,7 +37,8 @@ func wildFiles(t *testing.T) []string {
 
 // vrrpSummary is what TestWildConfigs compares with keepalived's view: per
 // instance its interface, VRID, version, priority, advert interval, initial
-// state, addresses, peers and tracked interfaces, one fact per line.
+// state, addresses, peers, tracked interfaces and processes, one fact per
+// line.
 // Tracked scripts are left out: keepalived drops those whose script file
 // is missing on the host (most, here), so its view depends on the host.
 func vrrpSummary(cfg *Config) string {
@@ -66,6 +67,9 @@ func vrrpSummary(cfg *Config) string {
 		var tracked []string
 		for _, ti := range in.TrackInterfaces {
 			tracked = append(tracked, fmt.Sprintf("  track_interface %s weight %d\n", ti.Name, ti.Weight))
+		}
+		for _, tp := range in.TrackProcesses {
+			tracked = append(tracked, fmt.Sprintf("  track_process %s weight %d%s\n", tp.Name, tp.Weight, map[bool]string{true: " reverse"}[tp.Reverse]))
 		}
 		sort.Strings(tracked)
 		b.WriteString(strings.Join(tracked, ""))
@@ -339,6 +343,8 @@ func parseKeepalivedDump(dump string) string {
 				list = "peer"
 			case strings.HasPrefix(trim, "Tracked interfaces"):
 				list = "track_interface"
+			case strings.HasPrefix(trim, "Tracked processes"):
+				list = "track_process"
 			default:
 				list = ""
 			}
@@ -364,6 +370,11 @@ func parseKeepalivedDump(dump string) string {
 				}
 			}
 			cur.tracked = append(cur.tracked, fmt.Sprintf("  track_interface %s weight %s\n", w[0], weight))
+		case "track_process":
+			// "NAME, weight W[ reverse]"
+			if len(w) >= 3 && w[1] == "weight" {
+				cur.tracked = append(cur.tracked, "  track_process "+strings.TrimSuffix(w[0], ",")+" weight "+strings.Join(w[2:], " ")+"\n")
+			}
 		}
 	}
 	flush()

@@ -243,6 +243,8 @@ func TestWildStrict(t *testing.T) {
 		"20-salt-formula-pillar-example.conf": true, "21-alibaba-lvs-fnat-include.conf": true,
 		"34-k8s-apiserver-ssl-get-loadbalance.conf": true, "41-rhel7-default-keepalived-1.3.5.conf": true,
 		"42-keepalived-1.1.19-smtp-check-lvs_id.conf": true, "48-neutron-l3-ha-ah.conf": true,
+		// A track_interface naming the instance's own interface.
+		"45-kube-keepalived-vip-lvs.conf": true, "53-netology-lvs-dr-sync-daemon.conf": true,
 	}
 	for _, name := range wildFiles(t) {
 		_, diags := loadWild(t, name, Options{ConfigID: wildConfigID, Strict: true})

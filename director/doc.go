@@ -5,6 +5,13 @@
 // semantics), and makes the kernel's connection sync daemons follow VRRP
 // (SyncDaemons).
 //
+// A real server's weight and presence in the table are decided in one
+// place, Weigh (weights.go), from the configuration, the checks' verdicts,
+// the operator's drains and the quorum state; the quorum state moves only
+// in quorumStep, at the transitions (a verdict, a drain, a reload, the
+// start), where the quorum scripts run. Asking for the table (LVS.Want)
+// or the status changes nothing.
+//
 // Like the codecs and state machines elsewhere, the decisions here are
 // pure functions of their inputs; the kernel is reached through the small
 // interfaces ipvs.Kernel and SyncKernel, which tests fake.

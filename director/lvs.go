@@ -62,7 +62,13 @@ type LVS struct {
 	FIFO func(line string)
 	// Alerts mails the smtp_alert e-mails of quorum and real server
 	// changes; nil mails none. Set it before Run.
-	Alerts    *alert.Mailer
+	Alerts *alert.Mailer
+	// OnServing, if set before Run, sees after every attempt to program
+	// the kernel whether each virtual server is programmed and has quorum
+	// (what BGP announces on); it is called from Run's goroutine and must
+	// not block.
+	OnServing func([]Serving)
+
 	scripts   *script.Queue
 	ownQueue  bool // scripts is the LVS's own: its stop waits for them
 	notesMu   sync.Mutex
@@ -92,6 +98,27 @@ type LVS struct {
 	stopped chan struct{} // closed when Run returns
 }
 
+// Serving is one virtual server as the announcer sees it.
+type Serving struct {
+	VS *config.VirtualServer
+	// Programmed: its services are in the kernel as wanted (the last
+	// attempt to program it succeeded).
+	Programmed bool
+	Quorum     bool
+}
+
+// serving tells OnServing where every pool stands.
+func (l *LVS) serving(programmed bool) {
+	if l.OnServing == nil {
+		return
+	}
+	out := make([]Serving, len(l.pools))
+	for i, p := range l.pools {
+		out[i] = Serving{VS: p.VS, Programmed: programmed, Quorum: p.QuorumUp()}
+	}
+	l.OnServing(out)
+}
+
 // update is a health verdict on real server rs of pool.
 type update struct {
 	gen, pool, rs int
@@ -110,7 +137,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 	}
 	l := &LVS{
 		k: k, log: log, cfg: cfg, pools: pools,
-		rec:      ipvs.NewReconciler(k, log),
+		rec:      ipvs.NewReconciler(k),
 		syncd:    NewSyncDaemons(k, cfg.Global.SyncDaemon, log),
 		Resync:   30 * time.Second,
 		RetryMin: time.Second,
@@ -134,7 +161,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 		if l.notesShut {
 			return
 		}
-		l.scripts.Submit(script.Job{Key: "lvs", Kind: "lvs", Runner: runner, Script: s})
+		l.scripts.Submit(script.PoolJob(runner, s))
 	}
 	return l, nil
 }
@@ -190,42 +217,48 @@ func (l *LVS) ReportGen(ctx context.Context, gen, pool, rs int, st RealState) {
 	}
 }
 
-// Want is the table the pools want now.
+// Want is the table the pools want now. It is a query: it moves no
+// quorum state and runs no script.
 func (l *LVS) Want() ipvs.Table {
 	t := ipvs.Table{}
-	for i := range l.pools {
-		l.update(i, t)
+	for i, p := range l.pools {
+		p.Write(l.states[i], l.drained, t)
 	}
 	return t
 }
 
-// update writes pool i's services into t, and runs the quorum scripts
-// when its quorum changes. A pool that starts without quorum and has no
-// sorry server says nothing, as keepalived.
-func (l *LVS) update(i int, t ipvs.Table) {
+// advance moves pool i's quorum state after a change of its real servers'
+// states or drains, and gives the notifications of a transition: the
+// e-mail, the log, quorum_up or quorum_down, the FIFO line, in
+// keepalived's order (do_vs_notifies).
+func (l *LVS) advance(i int) {
 	p := l.pools[i]
-	started := p.started
-	if !p.Update(l.effective(i), t) || (!started && !p.QuorumUp() && p.VS.SorryServer == nil) {
+	init := p.init
+	if !p.Advance(l.states[i], l.drained) {
 		return
 	}
+	up := p.QuorumUp()
 	if p.VS.SMTPAlert && l.Alerts != nil {
-		var sum int64
-		for _, st := range l.effective(i) {
-			if st.Alive {
-				sum += int64(st.Weight)
-			}
-		}
-		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, p.QuorumUp(), !started, sum))
+		sum := Weigh(p.VS, l.states[i], l.drained, up).Sum
+		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, up, init, int64(sum)))
 	}
-	lvl, s := slog.LevelInfo, script.Quorum(p.VS, p.QuorumUp())
-	if !p.QuorumUp() {
+	lvl := slog.LevelInfo
+	if !up {
 		lvl = slog.LevelWarn
 	}
-	l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", p.QuorumUp())
-	if s != nil {
+	l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", up)
+	if s := script.Quorum(p.VS, up); s != nil {
 		l.Notify(s)
 	}
-	l.fifoVS(p.VS, p.QuorumUp())
+	l.fifoVS(p.VS, up)
+}
+
+// advanceAll is advance for every pool: at the start, and after a drain
+// or a reload, which may move any pool's quorum.
+func (l *LVS) advanceAll() {
+	for i := range l.pools {
+		l.advance(i)
+	}
 }
 
 // Run programs the kernel and keeps it so until ctx ends.
@@ -245,6 +278,9 @@ func (l *LVS) Run(ctx context.Context) error {
 	l.flush.Stop()
 	defer l.flush.Stop()
 	l.syncdOK = l.syncState()
+	// The pools start without quorum: their first step, before the
+	// first sync, says whether they have it.
+	l.advanceAll()
 
 	resync := time.NewTicker(l.Resync)
 	defer resync.Stop()
@@ -287,6 +323,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				}
 			}
 			l.states[u.pool][u.rs] = u.st
+			l.advance(u.pool)
 			if first || l.want == nil {
 				continue // the pending full sync takes it
 			}
@@ -296,7 +333,7 @@ func (l *LVS) Run(ctx context.Context) error {
 			for _, k := range p.Keys {
 				delete(l.want, k)
 			}
-			l.update(u.pool, l.want)
+			p.Write(l.states[u.pool], l.drained, l.want)
 			if err := l.syncServices(p.Keys); err != nil {
 				// The full sync of the retry takes it, with the backoff;
 				// until then verdicts only update the states.
@@ -304,7 +341,10 @@ func (l *LVS) Run(ctx context.Context) error {
 				l.want = nil
 				retry.Reset(backoff)
 				backoff = min(2*backoff, l.RetryMax)
+				l.serving(false)
+				continue
 			}
+			l.serving(true)
 		case <-retry.C:
 			l.want = l.Want()
 			res, err := l.rec.Sync(l.want)
@@ -313,11 +353,13 @@ func (l *LVS) Run(ctx context.Context) error {
 				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
 				retry.Reset(backoff)
 				backoff = min(2*backoff, l.RetryMax)
+				l.serving(false)
 				continue
 			}
 			backoff = l.RetryMin
+			l.serving(true)
 			if len(res.Ops) > 0 || first {
-				l.log.Info("ipvs table programmed", "operations", len(res.Ops), "read_kernel", res.Read)
+				l.log.Info("ipvs table programmed", "ops", len(res.Ops), "read_kernel", res.Read)
 			}
 			for _, o := range res.Ops {
 				l.log.Debug("ipvs", "op", o.String())
@@ -382,11 +424,12 @@ func (l *LVS) stop() error {
 				continue
 			}
 			if g.LVSFlushOnStop == "" && i < len(l.states) {
+				w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
 				for j, rs := range p.VS.RealServers {
 					if j >= len(l.states[i]) || rs.NotifyDown == nil {
 						continue
 					}
-					if _, in := p.weightOf(rs, l.states[i][j]); in && l.states[i][j].Alive {
+					if w.Reals[j].In && l.states[i][j].Alive {
 						l.Notify(rs.NotifyDown)
 					}
 				}
@@ -416,7 +459,7 @@ func (l *LVS) stop() error {
 		// go, read from the kernel afresh; someone else's stay.
 		l.rec.Invalidate()
 		res, err := l.rec.Sync(ipvs.Table{})
-		l.log.Info("removing directord's virtual servers", "operations", len(res.Ops))
+		l.log.Info("removing directord's virtual servers", "ops", len(res.Ops))
 		errs = append(errs, err)
 	}
 	errs = append(errs, l.tmo.restore(l.k))

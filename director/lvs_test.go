@@ -2,13 +2,13 @@ package director
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,97 +20,22 @@ import (
 	"github.com/directord/directord/vrrp"
 )
 
-// fakeKernel is IPVS in memory: a table, sync daemons, and failures on
-// demand.
-type fakeKernel struct {
-	fakeSync
-	mu       sync.Mutex
-	t        ipvs.Table
-	broken   bool
-	applies  int
-	flushes  int
-	timeouts []ipvs.Timeouts
-}
+// fakeKernel is IPVS in memory (internal/ipvstest), with a log of the
+// sync daemon calls.
+type fakeKernel struct{ *fakeSync }
 
-func newFakeKernel() *fakeKernel {
-	return &fakeKernel{fakeSync: fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}, t: ipvs.Table{}}
-}
+func newFakeKernel() *fakeKernel { return &fakeKernel{newFakeSync()} }
 
-func (k *fakeKernel) Services() ([]ipvs.Service, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	var out []ipvs.Service
-	for _, key := range k.t.Keys() {
-		out = append(out, k.t[key].Service)
+// breaks makes every change fail (broken) or succeed again.
+func (k *fakeKernel) breaks(broken bool) {
+	if !broken {
+		k.SetFail(nil)
+		return
 	}
-	return out, nil
+	k.SetFail(func(*ipvs.Op) syscall.Errno { return syscall.ENOMEM })
 }
 
-func (k *fakeKernel) Destinations(key ipvs.ServiceKey) ([]ipvs.Destination, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.t[key].SortedDests(), nil
-}
-
-func (k *fakeKernel) Apply(ops []ipvs.Op) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.applies++
-	if k.broken {
-		return errors.New("ENOMEM")
-	}
-	for i := range ops {
-		k.t.Patch(&ops[i])
-	}
-	return nil
-}
-
-func (k *fakeKernel) Flush() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.flushes++
-	k.t = ipvs.Table{}
-	return nil
-}
-
-// kernelTimeouts are the kernel's defaults, the fake's until set.
-var kernelTimeouts = ipvs.Timeouts{TCP: 900 * time.Second, TCPFin: 120 * time.Second, UDP: 300 * time.Second}
-
-func (k *fakeKernel) Timeouts() (ipvs.Timeouts, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if len(k.timeouts) == 0 {
-		return kernelTimeouts, nil
-	}
-	return k.timeouts[len(k.timeouts)-1], nil
-}
-
-// SetTimeouts keeps each setting, the fields left 0 as they were.
-func (k *fakeKernel) SetTimeouts(t ipvs.Timeouts) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	cur := kernelTimeouts
-	if len(k.timeouts) > 0 {
-		cur = k.timeouts[len(k.timeouts)-1]
-	}
-	if t.TCP > 0 {
-		cur.TCP = t.TCP
-	}
-	if t.TCPFin > 0 {
-		cur.TCPFin = t.TCPFin
-	}
-	if t.UDP > 0 {
-		cur.UDP = t.UDP
-	}
-	k.timeouts = append(k.timeouts, cur)
-	return nil
-}
-
-func (k *fakeKernel) lines() []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return lines(k.t)
-}
+func (k *fakeKernel) lines() []string { return lines(k.Table()) }
 
 const lvsConf = `
 global_defs {
@@ -148,8 +73,8 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		if got := k.lines(); !reflect.DeepEqual(got, want) {
 			t.Errorf("table %q, want %q", got, want)
 		}
-		if len(k.timeouts) != 1 || k.timeouts[0] != (ipvs.Timeouts{TCP: 900 * time.Second, TCPFin: 120 * time.Second, UDP: time.Minute}) {
-			t.Errorf("timeouts %+v", k.timeouts)
+		if tm, _ := k.Timeouts(); k.Calls("SetTimeouts") != 1 || tm != (ipvs.Timeouts{TCP: 900 * time.Second, TCPFin: 120 * time.Second, UDP: time.Minute}) {
+			t.Errorf("timeouts %+v, set %d times", tm, k.Calls("SetTimeouts"))
 		}
 		if _, ok := k.snapshot()[ipvs.SyncBackup]; !ok || len(k.snapshot()) != 1 {
 			t.Errorf("before any transition: %v, want the backup daemon", k.snapshot())
@@ -174,14 +99,15 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		}
 
 		// Someone deletes a destination; the next resync puts it back.
-		k.mu.Lock()
-		for _, vs := range k.t {
-			for dk := range vs.Dests {
-				delete(vs.Dests, dk)
+		for _, vs := range k.Table() {
+			for _, d := range vs.Dests {
+				if err := k.Apply([]ipvs.Op{{Kind: ipvs.DelDest, Service: vs.Service, Dest: d}}); err != nil {
+					t.Fatal(err)
+				}
 				break
 			}
+			break
 		}
-		k.mu.Unlock()
 		time.Sleep(l.Resync)
 		synctest.Wait()
 		if got := k.lines(); !reflect.DeepEqual(got, want) {
@@ -189,14 +115,12 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 		}
 
 		// A health verdict changes its pool alone, with one operation.
-		k.mu.Lock()
-		applies := k.applies
-		k.mu.Unlock()
+		applies := k.Calls("Apply")
 		l.Report(ctx, 0, 1, RealState{Alive: false, Weight: 2})
 		synctest.Wait()
 		want2 := []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.1:80 route 1"}
-		if got := k.lines(); !reflect.DeepEqual(got, want2) || k.applies != applies+1 {
-			t.Errorf("after 10.0.0.2 failed: %q in %d applies, want %q in 1", got, k.applies-applies, want2)
+		if got := k.lines(); !reflect.DeepEqual(got, want2) || k.Calls("Apply") != applies+1 {
+			t.Errorf("after 10.0.0.2 failed: %q in %d applies, want %q in 1", got, k.Calls("Apply")-applies, want2)
 		}
 		l.Report(ctx, 0, 1, RealState{Alive: true, Weight: 2})
 		synctest.Wait()
@@ -222,7 +146,7 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 func TestLVSRetriesWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newFakeKernel()
-		k.broken = true
+		k.breaks(true)
 		l, err := NewLVS(parse(t, lvsConf), k, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -234,10 +158,8 @@ func TestLVSRetriesWithBackoff(t *testing.T) {
 		// Tries at 0, 1, 3, 7, 15 s: five by 15 s, not a busy loop.
 		time.Sleep(15*time.Second + time.Millisecond)
 		synctest.Wait()
-		k.mu.Lock()
-		n := k.applies
-		k.broken = false
-		k.mu.Unlock()
+		n := k.Calls("Apply")
+		k.breaks(false)
 		if n != 5 {
 			t.Errorf("%d attempts in %s, want 5", n, time.Since(start))
 		}
@@ -272,7 +194,11 @@ func TestLVSFlushOptions(t *testing.T) {
 		t.Run(fmt.Sprintf("%s keep=%v", tt.global, tt.keep), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				k := newFakeKernel()
-				k.t.Add(ipvs.Service{ServiceKey: ipvs.MarkKey(ipvs.IPv4, 99), Scheduler: "rr"})
+				foreign := ipvs.Table{}
+				foreign.Add(ipvs.Service{ServiceKey: ipvs.MarkKey(ipvs.IPv4, 99), Scheduler: "rr"})
+				if err := k.Load(foreign); err != nil {
+					t.Fatal(err)
+				}
 				cfg := parse(t, "global_defs {\n "+tt.global+"\n}\n"+lvsConf)
 				l, err := NewLVS(cfg, k, nil)
 				if err != nil {
@@ -283,10 +209,10 @@ func TestLVSFlushOptions(t *testing.T) {
 				if err := stop(); err != nil {
 					t.Fatal(err)
 				}
-				if k.flushes != tt.flushes {
-					t.Errorf("%d flushes, want %d", k.flushes, tt.flushes)
+				if n := k.Calls("Flush"); n != tt.flushes {
+					t.Errorf("%d flushes, want %d", n, tt.flushes)
 				}
-				_, stays := k.t[ipvs.MarkKey(ipvs.IPv4, 99)]
+				_, stays := k.Table()[ipvs.MarkKey(ipvs.IPv4, 99)]
 				if len(k.lines()) != tt.linesAtEnd || stays != tt.foreignStays {
 					t.Errorf("at the end %q (foreign service kept: %v)", k.lines(), stays)
 				}
@@ -355,7 +281,7 @@ virtual_server 192.0.2.1 80 {
 }
 `)
 		k := newFakeKernel()
-		k.broken = true
+		k.breaks(true)
 		l, err := NewLVS(cfg, k, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -450,4 +376,62 @@ virtual_server 192.0.2.1 80 {
 	if strings.Join(got, "\n") != strings.Join(wantS, "\n") {
 		t.Errorf("mails:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantS, "\n"))
 	}
+}
+
+// records keeps the log's records, for tests of what is logged.
+type records struct {
+	mu sync.Mutex
+	rs []slog.Record
+}
+
+func (h *records) Enabled(context.Context, slog.Level) bool { return true }
+func (h *records) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *records) WithGroup(string) slog.Handler            { return h }
+func (h *records) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rs = append(h.rs, r.Clone())
+	return nil
+}
+
+// withErr are the messages of the records with an error among their
+// attributes, whatever its key.
+func (h *records) withErr() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.rs {
+		r.Attrs(func(a slog.Attr) bool {
+			if _, ok := a.Value.Any().(error); ok {
+				out = append(out, r.Message)
+				return false
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// TestLVSLogsAFailureOnce: the kernel refusing a change is logged once,
+// where the LVS decides to try again, not also by the reconciler.
+func TestLVSLogsAFailureOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		k.breaks(true)
+		h := &records{}
+		l, err := NewLVS(parse(t, lvsConf), k, slog.New(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- l.Run(ctx) }()
+		synctest.Wait() // the first try, failed, and its backoff started
+		cancel()
+		<-done
+		want := []string{"ipvs: programming the kernel failed; trying again"}
+		if got := h.withErr(); k.Calls("Apply") != 1 || !reflect.DeepEqual(got, want) {
+			t.Errorf("%d tries logged %q, want 1 logged %q", k.Calls("Apply"), got, want)
+		}
+	})
 }

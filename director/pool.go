@@ -2,6 +2,7 @@ package director
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/ipvs"
@@ -24,7 +25,11 @@ type Pool struct {
 	Keys     []ipvs.ServiceKey
 	service  ipvs.Service
 	quorumUp bool
-	started  bool // Update has run once
+	// init is true until the first Advance after the pool was made (at
+	// the start, or by a reload): keepalived's init_service_vs step.
+	init bool
+	// sorryIn is true when a reload kept the sorry server in the table.
+	sorryIn bool
 }
 
 // NewPools makes a Pool per virtual server of cfg.
@@ -39,22 +44,9 @@ func NewPools(cfg *config.Config) ([]*Pool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", vs.Pos, err)
 		}
-		out = append(out, &Pool{VS: vs, Keys: keys, service: s})
+		out = append(out, &Pool{VS: vs, Keys: keys, service: s, init: true})
 	}
 	return out, nil
-}
-
-// weightOf is the weight real server rs gets in the kernel in state st,
-// or in false when it is left out: alive while the quorum holds (or there
-// is no sorry server), else weight 0 with inhibit_on_failure.
-func (p *Pool) weightOf(rs *config.RealServer, st RealState) (w int, in bool) {
-	switch {
-	case st.Alive && (p.quorumUp || p.VS.SorryServer == nil):
-		return st.Weight, true
-	case rs.InhibitOnFailure:
-		return 0, true
-	}
-	return 0, false
 }
 
 // InitialStates are the real servers' states before any check has run:
@@ -70,75 +62,52 @@ func (p *Pool) InitialStates() []RealState {
 // QuorumUp tells whether the pool has its quorum.
 func (p *Pool) QuorumUp() bool { return p.quorumUp }
 
-// Update takes the real servers' states (in the configuration's order),
-// moves the quorum state as keepalived does, and writes the pool's
-// services into t. It reports a change of quorum state, for the
-// quorum_up and quorum_down scripts.
+// Advance moves the quorum state for the real servers' states (in the
+// configuration's order) and the operator's drains, as keepalived does
+// (quorumStep). It reports whether the quorum's notifications are due:
+// call it where the states change (a verdict, a drain, a reload, the
+// start), never from a query.
+func (p *Pool) Advance(states []RealState, drained map[netip.AddrPort]bool) (news bool) {
+	sum := Weigh(p.VS, states, drained, p.quorumUp).Sum
+	p.quorumUp, news = quorumStep(p.VS, p.quorumUp, p.init, p.sorryIn, sum)
+	p.init, p.sorryIn = false, false
+	return news
+}
+
+// Write puts the pool's services into t, their destinations where Weigh
+// places them for the current quorum state. It changes nothing of p.
 //
-// The quorum is the sum of the weights of the alive real servers. It is
-// lost when that sum falls below quorum - hysteresis (or to 0), and won
-// when it reaches quorum + hysteresis; a pool starts without it, so the
-// first Update wins it only at quorum + hysteresis. Without quorum, a
-// sorry server (weight 1), if there is one, takes the place of the alive
-// real servers; sorry_server_inhibit keeps it at weight 0 otherwise.
-//
-// A real server that is not to take traffic is left out, or kept at
-// weight 0 with inhibit_on_failure, so that its established connections
-// drain instead of being cut.
-func (p *Pool) Update(states []RealState, t ipvs.Table) (changed bool) {
-	sum := 0
-	for i, st := range states {
-		if st.Alive && i < len(p.VS.RealServers) {
-			sum += max(st.Weight, 0)
-		}
-	}
-	q, h := int(p.VS.Quorum), int(p.VS.Hysteresis)
-	switch {
-	case p.quorumUp && (sum == 0 || sum < q-h):
-		p.quorumUp, changed = false, true
-	case !p.quorumUp && sum > 0 && sum >= q+h:
-		p.quorumUp, changed = true, true
-	case !p.started:
-		changed = true // starting without quorum is news too
-	}
-	p.started = true
+// A destination takes the real server's port with NAT; DR and TUN
+// cannot change the port, so it gets the service's (0 for a fwmark
+// service), as keepalived gives the kernel.
+func (p *Pool) Write(states []RealState, drained map[netip.AddrPort]bool, t ipvs.Table) {
+	w := Weigh(p.VS, states, drained, p.quorumUp)
 	sorry := p.VS.SorryServer
 	for _, k := range p.Keys {
 		s := p.service
 		s.ServiceKey = k
 		vs := t.Add(s)
 		for i, rs := range p.VS.RealServers {
-			st := RealState{Alive: true, Weight: rs.Weight}
-			if i < len(states) {
-				st = states[i]
-			}
-			addr := rs.Addr
-			if rs.Method.Kind != "NAT" {
-				// DR and TUN cannot change the port: the service's, or 0
-				// for a fwmark service, as keepalived gives the kernel.
-				addr = netipPort(addr, k.Port)
-			}
-			if w, in := p.weightOf(rs, st); in {
-				vs.AddDest(destOf(addr, rs.Method, w, rs.UThreshold, rs.LThreshold))
+			if pl := w.Reals[i]; pl.In {
+				vs.AddDest(destOf(portFor(rs.Addr, rs.Method, k), rs.Method, pl.Weight, rs.UThreshold, rs.LThreshold))
 			}
 		}
-		if sorry != nil {
-			addr := sorry.Addr
-			if sorry.Method.Kind != "NAT" {
-				addr = netipPort(addr, k.Port)
-			}
-			switch {
-			case !p.quorumUp:
-				vs.AddDest(destOf(addr, sorry.Method, 1, 0, 0))
-			case sorry.Inhibit:
-				// A sorry server that is also a real server keeps the
-				// real server's entry while the quorum holds.
-				d := destOf(addr, sorry.Method, 0, 0, 0)
-				if _, taken := vs.Dests[d.Key()]; !taken {
-					vs.AddDest(d)
-				}
-			}
+		if sorry == nil || !w.Sorry.In {
+			continue
 		}
+		d := destOf(portFor(sorry.Addr, sorry.Method, k), sorry.Method, w.Sorry.Weight, 0, 0)
+		if _, taken := vs.Dests[d.Key()]; w.SorryYields && taken {
+			continue
+		}
+		vs.AddDest(d)
 	}
-	return changed
+}
+
+// portFor is the address a destination of service k gets: a NAT real
+// server keeps its port, the others take the service's.
+func portFor(addr netip.AddrPort, m config.Method, k ipvs.ServiceKey) netip.AddrPort {
+	if m.Kind != "NAT" {
+		return netipPort(addr, k.Port)
+	}
+	return addr
 }

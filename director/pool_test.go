@@ -89,7 +89,9 @@ func TestPoolRealServersFollowHealth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := pools(t, conf(tt.vs, tt.rs))[0]
 			tab := ipvs.Table{}
-			p.Update([]RealState{{Alive: tt.alive1, Weight: 3}, {Alive: tt.alive2, Weight: 2}}, tab)
+			st := []RealState{{Alive: tt.alive1, Weight: 3}, {Alive: tt.alive2, Weight: 2}}
+			p.Advance(st, nil)
+			p.Write(st, nil, tab)
 			if got := lines(tab); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("\n got %q\nwant %q", got, tt.want)
 			}
@@ -113,7 +115,7 @@ func TestPoolQuorumHysteresis(t *testing.T) {
 		{3, 2, true, true},   // 5: back
 	}
 	for i, s := range steps {
-		changed := p.Update([]RealState{{Alive: s.w1 > 0, Weight: s.w1}, {Alive: s.w2 > 0, Weight: s.w2}}, ipvs.Table{})
+		changed := p.Advance([]RealState{{Alive: s.w1 > 0, Weight: s.w1}, {Alive: s.w2 > 0, Weight: s.w2}}, nil)
 		if p.QuorumUp() != s.up || changed != s.changed {
 			t.Errorf("step %d (%d+%d): up %v changed %v, want %v %v", i, s.w1, s.w2, p.QuorumUp(), changed, s.up, s.changed)
 		}
@@ -160,7 +162,8 @@ virtual_server fwmark 9 {
 `)
 	tab := ipvs.Table{}
 	for _, p := range ps {
-		p.Update(p.InitialStates(), tab)
+		p.Advance(p.InitialStates(), nil)
+		p.Write(p.InitialStates(), nil, tab)
 	}
 	keys := tab.Keys()
 	var names []string

@@ -46,8 +46,10 @@ func (l *LVS) do(ctx context.Context, f func()) error {
 // difference reaches the kernel: the reconciler leaves alone what is
 // already right, so an unchanged virtual server or real server is not
 // touched; virtual servers gone from the configuration are removed. A
-// pool that is the same (same services, quorum and hysteresis) keeps its
-// quorum state, so a reload runs no quorum script.
+// virtual server that is still there (by keepalived's vs_iseq: the same
+// group, fwmark or address) keeps its quorum state, which the new quorum
+// and hysteresis then move as keepalived's reload does; so a reload that
+// moves no quorum runs no quorum script.
 func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int, error) {
 	pools, err := NewPools(cfg)
 	if err != nil {
@@ -58,12 +60,17 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 	err = l.do(ctx, func() {
 		old := map[string]*Pool{}
 		for _, p := range l.pools {
-			old[poolKey(p)] = p
+			old[poolID(p.VS)] = p
 		}
 		states := make([][]RealState, len(pools))
 		for i, p := range pools {
-			if o := old[poolKey(p)]; o != nil {
-				p.quorumUp, p.started = o.quorumUp, o.started
+			if o := old[poolID(p.VS)]; o != nil && !o.init {
+				// keepalived's clear_diff_services copies
+				// quorum_state_up; clear_diff_s_srv keeps the sorry
+				// server's state when it is the same one.
+				p.quorumUp = o.quorumUp
+				os, ns := o.VS.SorryServer, p.VS.SorryServer
+				p.sorryIn = !o.quorumUp && os != nil && ns != nil && os.Addr == ns.Addr
 			}
 			states[i] = p.InitialStates()
 		}
@@ -89,6 +96,7 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 			}
 		}
 		l.cfg, l.pools, l.states = cfg, pools, states
+		l.advanceAll()
 		l.gen++
 		gen = l.gen
 		l.want = nil
@@ -100,10 +108,17 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 	return gen, rerr
 }
 
-// poolKey names a pool by what decides its quorum state: its services
-// and quorum settings.
-func poolKey(p *Pool) string {
-	return fmt.Sprint(p.Keys, p.VS.Quorum, p.VS.Hysteresis, p.VS.SorryServer != nil)
+// poolID names a virtual server across a reload as keepalived's vs_iseq:
+// by its group's name, else its fwmark and family, else its protocol and
+// address.
+func poolID(vs *config.VirtualServer) string {
+	switch {
+	case vs.Group != "":
+		return fmt.Sprint("group ", vs.Group, " ", vs.Addr.Port())
+	case vs.FWMark != 0:
+		return fmt.Sprint("fwmark ", vs.Family, " ", vs.FWMark)
+	}
+	return fmt.Sprint(vs.Protocol, " ", vs.Addr)
 }
 
 // ErrUnknownReal is Drain's error for a real server in no virtual server.
@@ -131,6 +146,7 @@ func (l *LVS) Drain(ctx context.Context, addr netip.AddrPort, on bool) error {
 			return
 		}
 		l.log.Info("real server drain", "real_server", addr.String(), "drained", on)
+		l.advanceAll()
 		l.want = nil
 		l.reprogram = true
 	})
@@ -141,28 +157,6 @@ func (l *LVS) Drain(ctx context.Context, addr netip.AddrPort, on bool) error {
 		return fmt.Errorf("%s: %w", addr, ErrUnknownReal)
 	}
 	return nil
-}
-
-// effective is pool i's real server states with the drained ones at
-// weight 0.
-func (l *LVS) effective(i int) []RealState {
-	st := l.states[i]
-	if len(l.drained) == 0 {
-		return st
-	}
-	var out []RealState
-	for j, rs := range l.pools[i].VS.RealServers {
-		if j < len(st) && l.drained[rs.Addr] {
-			if out == nil {
-				out = slices.Clone(st)
-			}
-			out[j].Weight = 0
-		}
-	}
-	if out == nil {
-		return st
-	}
-	return out
 }
 
 // syncServices programs the services of one pool and counts what it did.
@@ -206,13 +200,12 @@ func (l *LVS) Status(ctx context.Context) ([]PoolStatus, []netip.AddrPort, error
 	err := l.do(ctx, func() {
 		for i, p := range l.pools {
 			ps := PoolStatus{VS: p.VS, QuorumUp: p.quorumUp}
-			eff := l.effective(i)
+			w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
 			for j, rs := range p.VS.RealServers {
-				st := eff[j]
 				r := RealStatus{Addr: rs.Addr, Alive: l.states[i][j].Alive, Drained: l.drained[rs.Addr],
 					Weight: l.states[i][j].Weight, Effective: -1}
-				if w, in := p.weightOf(rs, st); in {
-					r.Effective = w
+				if w.Reals[j].In {
+					r.Effective = w.Reals[j].Weight
 				}
 				ps.Reals = append(ps.Reals, r)
 			}

@@ -52,9 +52,7 @@ virtual_server 192.0.2.1 443 {
 		l.Notify = func(s *config.Script) { scripts = append(scripts, s.Command) }
 		ctx, stop := running(t, l)
 		before := k.lines()
-		k.mu.Lock()
-		applies := k.applies
-		k.mu.Unlock()
+		applies := k.Calls("Apply")
 		if len(scripts) != 1 {
 			t.Fatalf("scripts at start %q, want quorum_up once", scripts)
 		}
@@ -69,9 +67,7 @@ virtual_server 192.0.2.1 443 {
 			}
 			synctest.Wait()
 		}
-		k.mu.Lock()
-		ops := k.applies - applies
-		k.mu.Unlock()
+		ops := k.Calls("Apply") - applies
 		if got := k.lines(); !reflect.DeepEqual(got, down) || ops != 1 {
 			t.Errorf("after 10 reloads of the same file: %q in %d applies, want %q in 1 (the verdict's)", got, ops, down)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/ipvstest"
 	"github.com/directord/directord/ipvs"
 )
 
@@ -110,8 +111,8 @@ func TestLVSTimeoutsRestored(t *testing.T) {
 				if _, err := l.Reload(ctx, conf(""), nil); err != nil {
 					t.Fatal(err)
 				}
-				if got := now(); got != kernelTimeouts {
-					t.Errorf("after a reload without lvs_timeouts: %+v, want the kernel's %+v", got, kernelTimeouts)
+				if got := now(); got != ipvstest.DefaultTimeouts {
+					t.Errorf("after a reload without lvs_timeouts: %+v, want the kernel's %+v", got, ipvstest.DefaultTimeouts)
 				}
 				if _, err := l.Reload(ctx, conf("lvs_timeouts udp 10"), nil); err != nil {
 					t.Fatal(err)
@@ -119,8 +120,8 @@ func TestLVSTimeoutsRestored(t *testing.T) {
 				if err := stop(); err != nil {
 					t.Fatal(err)
 				}
-				if got := now(); got != kernelTimeouts {
-					t.Errorf("after stop: %+v, want the kernel's %+v", got, kernelTimeouts)
+				if got := now(); got != ipvstest.DefaultTimeouts {
+					t.Errorf("after stop: %+v, want the kernel's %+v", got, ipvstest.DefaultTimeouts)
 				}
 			})
 		})

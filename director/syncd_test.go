@@ -1,70 +1,48 @@
 package director
 
 import (
-	"maps"
 	"net/netip"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/directord/directord/internal/ipvstest"
 	"github.com/directord/directord/ipvs"
 	"github.com/directord/directord/vrrp"
 )
 
-// fakeSync is the kernel's pair of sync daemons, filling in its defaults
-// as the kernel does.
+// fakeSync is the fake kernel, with a log of the sync daemon calls.
 type fakeSync struct {
-	smu     sync.Mutex // for tests that read running while an LVS runs
-	running map[ipvs.SyncState]ipvs.SyncDaemon
-	log     []string
+	*ipvstest.Kernel
+	smu sync.Mutex
+	log []string
 }
 
-// snapshot is a copy of running.
+func newFakeSync() *fakeSync { return &fakeSync{Kernel: &ipvstest.Kernel{}} }
+
+// snapshot is the running daemons by role.
 func (f *fakeSync) snapshot() map[ipvs.SyncState]ipvs.SyncDaemon {
-	f.smu.Lock()
-	defer f.smu.Unlock()
-	return maps.Clone(f.running)
-}
-
-func (f *fakeSync) SyncDaemons() ([]ipvs.SyncDaemon, error) {
-	f.smu.Lock()
-	defer f.smu.Unlock()
-	var out []ipvs.SyncDaemon
-	for _, st := range []ipvs.SyncState{ipvs.SyncMaster, ipvs.SyncBackup} {
-		if d, ok := f.running[st]; ok {
-			out = append(out, d)
-		}
+	ds, _ := f.Kernel.SyncDaemons()
+	m := map[ipvs.SyncState]ipvs.SyncDaemon{}
+	for _, d := range ds {
+		m[d.State] = d
 	}
-	return out, nil
+	return m
 }
 
 func (f *fakeSync) StartSyncDaemon(d ipvs.SyncDaemon) error {
 	f.smu.Lock()
-	defer f.smu.Unlock()
-	if d.MaxLen == 0 {
-		d.MaxLen = 1472
-	}
-	if !d.Group.IsValid() {
-		d.Group = defaultSyncGroup
-	}
-	if d.Port == 0 {
-		d.Port = defaultSyncPort
-	}
-	if d.TTL == 0 {
-		d.TTL = 1
-	}
-	f.running[d.State] = d
 	f.log = append(f.log, "start "+d.String())
-	return nil
+	f.smu.Unlock()
+	return f.Kernel.StartSyncDaemon(d)
 }
 
 func (f *fakeSync) StopSyncDaemon(st ipvs.SyncState) error {
 	f.smu.Lock()
-	defer f.smu.Unlock()
-	delete(f.running, st)
 	f.log = append(f.log, "stop "+st.String())
-	return nil
+	f.smu.Unlock()
+	return f.Kernel.StopSyncDaemon(st)
 }
 
 // syncVI1 is the VRRP instance the sync daemons of these tests follow.
@@ -80,7 +58,7 @@ vrrp_instance VI_1 {
 
 func TestSyncDaemonsFollowVRRP(t *testing.T) {
 	cfg := parse(t, "global_defs {\n    lvs_sync_daemon eth1 VI_1 id 7\n}\n"+syncVI1)
-	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
+	k := newFakeSync()
 	s := NewSyncDaemons(k, cfg.Global.SyncDaemon, nil)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
@@ -144,7 +122,7 @@ func TestSyncDaemonsFollowVRRP(t *testing.T) {
 // connections only on a master or one that was within SyncFlush.
 func TestSyncDaemonsFlushWait(t *testing.T) {
 	cfg := parse(t, "global_defs {\n    lvs_sync_daemon eth1 VI_1\n}\n"+syncVI1)
-	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
+	k := newFakeSync()
 	s := NewSyncDaemons(k, cfg.Global.SyncDaemon, nil)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
@@ -169,13 +147,13 @@ func TestSyncDaemonsFlushWait(t *testing.T) {
 	}
 	now = now.Add(SyncFlush)
 	must(s.Apply())
-	if w := s.FlushWait(); w != 0 || len(k.running) != 1 {
-		t.Errorf("long after master: wait %v, running %v", w, k.running)
+	if w := s.FlushWait(); w != 0 || len(k.snapshot()) != 1 {
+		t.Errorf("long after master: wait %v, running %v", w, k.snapshot())
 	}
 	// Without an instance the daemons run all along: no transition to
 	// wait for.
 	cfg.Global.SyncDaemon.Instance = ""
-	s = NewSyncDaemons(&fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}, cfg.Global.SyncDaemon, nil)
+	s = NewSyncDaemons(newFakeSync(), cfg.Global.SyncDaemon, nil)
 	must(s.SetState(vrrp.Master))
 	if w := s.FlushWait(); w != 0 {
 		t.Errorf("no instance: wait %v", w)
@@ -195,7 +173,7 @@ global_defs {
 	if want := []ipvs.SyncDaemon{m, b}; !reflect.DeepEqual(got, want) {
 		t.Errorf("\n got %+v\nwant %+v", got, want)
 	}
-	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
+	k := newFakeSync()
 	s := NewSyncDaemons(k, cfg.Global.SyncDaemon, nil)
 	for range 2 {
 		k.log = nil
@@ -203,11 +181,16 @@ global_defs {
 			t.Fatal(err)
 		}
 	}
-	if len(k.log) != 0 || len(k.running) != 2 {
-		t.Errorf("second apply: %q, running %d", k.log, len(k.running))
+	if len(k.log) != 0 || len(k.snapshot()) != 2 {
+		t.Errorf("second apply: %q, running %d", k.log, len(k.snapshot()))
 	}
 	// A daemon someone started differently is restarted as configured.
-	k.running[ipvs.SyncBackup] = ipvs.SyncDaemon{State: ipvs.SyncBackup, Interface: "eth9", SyncID: 3}
+	if err := k.Kernel.StopSyncDaemon(ipvs.SyncBackup); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Kernel.StartSyncDaemon(ipvs.SyncDaemon{State: ipvs.SyncBackup, Interface: "eth9", SyncID: 3}); err != nil {
+		t.Fatal(err)
+	}
 	k.log = nil
 	if err := s.Apply(); err != nil {
 		t.Fatal(err)
@@ -219,20 +202,24 @@ global_defs {
 
 func TestSyncDaemonsLeaveOthersAlone(t *testing.T) {
 	foreign := ipvs.SyncDaemon{State: ipvs.SyncMaster, Interface: "eth9", SyncID: 9}
-	k := &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{ipvs.SyncMaster: foreign}}
+	k := newFakeSync()
+	if err := k.Kernel.StartSyncDaemon(foreign); err != nil {
+		t.Fatal(err)
+	}
+	before := k.snapshot()
 	s := NewSyncDaemons(k, nil, nil) // no lvs_sync_daemon
 	for _, f := range []func() error{s.Apply, func() error { return s.SetState(vrrp.Master) }, s.Stop} {
 		if err := f(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(k.log) != 0 || k.running[ipvs.SyncMaster] != foreign {
+	if len(k.log) != 0 || !reflect.DeepEqual(k.snapshot(), before) {
 		t.Errorf("touched a daemon started by someone else: %q", k.log)
 	}
 	// A reload that takes lvs_sync_daemon away stops what directord
 	// started, and only that.
 	cfg := parse(t, "global_defs {\n lvs_sync_daemon eth1\n}\n").Global.SyncDaemon
-	k = &fakeSync{running: map[ipvs.SyncState]ipvs.SyncDaemon{}}
+	k = newFakeSync()
 	s = NewSyncDaemons(k, cfg, nil)
 	if err := s.Apply(); err != nil {
 		t.Fatal(err)
@@ -241,7 +228,7 @@ func TestSyncDaemonsLeaveOthersAlone(t *testing.T) {
 	if err := s.Reload(nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"stop master", "stop backup"}; !reflect.DeepEqual(k.log, want) || len(k.running) != 0 {
+	if want := []string{"stop master", "stop backup"}; !reflect.DeepEqual(k.log, want) || len(k.snapshot()) != 0 {
 		t.Errorf("reload to none: %q, want %q", k.log, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 // With misc_dynamic, 1 is a failure and 2 to 255 a success that sets the
 // weight to the code less 2, as keepalived does.
 type Misc struct {
+	clocked
 	Script  *config.Script
 	Timeout time.Duration
 	Dynamic bool
@@ -43,9 +44,9 @@ func NewMisc(c *config.Checker, g *config.Global) (*Misc, error) {
 
 // Probe runs the script.
 func (p *Misc) Probe(ctx context.Context) Result {
-	start := monoNow()
+	start := p.clock.Now()
 	r := p.Runner.Run(ctx, p.Script, p.Timeout)
-	res := done(Result{Weight: -1}, start)
+	res := p.clock.done(Result{Weight: -1}, start)
 	switch {
 	case r.TimedOut:
 		res.Outcome, res.Reason = Down, fmt.Sprintf("timed out after %s", p.Timeout)

@@ -100,22 +100,14 @@ func LocalFault(err error) bool {
 
 // failure is the Result of a failed probe: Unknown for a local fault,
 // else Down.
-func failure(start time.Time, what string, err error) Result {
+func (c *Clock) failure(start time.Time, what string, err error) Result {
 	o := Down
 	if LocalFault(err) {
 		o = Unknown
 	}
 	silent := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
-	return done(Result{Outcome: o, Reason: what + ": " + short(err), Weight: -1, Silent: silent}, start)
-}
-
-// done is r ended now, started at start: one reading of the clock gives
-// its latency and its time (see monoNow).
-func done(r Result, start time.Time) Result {
-	r.At = monoNow()
-	r.Latency = r.At.Sub(start)
-	return r
+	return c.done(Result{Outcome: o, Reason: what + ": " + short(err), Weight: -1, Silent: silent}, start)
 }
 
 // short is an error without the addresses Go repeats in it.
@@ -138,17 +130,20 @@ func short(err error) string {
 }
 
 // TCP is TCP_CHECK: the connection is accepted.
-type TCP struct{ Target Target }
+type TCP struct {
+	clocked
+	Target Target
+}
 
 // Probe connects and closes.
 func (p *TCP) Probe(ctx context.Context) Result {
-	start := monoNow()
+	start := p.clock.Now()
 	c, err := p.Target.dial(ctx, start.Add(p.Target.Timeout))
 	if err != nil {
-		return failure(start, "connect", err)
+		return p.clock.failure(start, "connect", err)
 	}
 	closeNow(c)
-	return done(Result{Outcome: Up, Reason: "connected", Weight: -1}, start)
+	return p.clock.done(Result{Outcome: Up, Reason: "connected", Weight: -1}, start)
 }
 
 // maxBody bounds what an HTTP check reads of a body (keepalived reads
@@ -163,6 +158,7 @@ const maxBody = 16 << 20
 // With reuse_connection (a directord extension) a passing probe keeps its
 // connection for the next ones, up to that age.
 type HTTP struct {
+	clocked
 	Target Target
 	TLS    *tls.Config // the first URL's; nil for HTTP_GET
 	URLs   []*config.URL
@@ -179,6 +175,9 @@ type HTTP struct {
 	// it takes a handshake slot (see dial).
 	unreachable bool
 	queued      time.Duration // this probe's wait for handshake slots
+	// handshakes bounds the TLS handshakes in flight, across the checks
+	// of a Runner (SSL_GET).
+	handshakes chan struct{}
 }
 
 // NewHTTP makes the prober of an HTTP_GET or SSL_GET checker; ca is the
@@ -200,8 +199,9 @@ func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share *tlsShar
 		if share == nil {
 			// The prober's own, so that its URLs of one server name
 			// share a configuration (and a kept connection).
-			share = newTLSShare()
+			share = newTLSShare(nil, 0)
 		}
+		p.handshakes = share.handshakes
 		for _, u := range h.URLs {
 			k := tlsKey{verify: h.VerifyCertificate, dev: t.Dev, mark: t.Mark, from: t.Bind.Addr()}
 			name, err := serverName(h, u, p.Host)
@@ -283,10 +283,20 @@ type tlsShare struct {
 	// every real server that asks for a client certificate, as
 	// keepalived's one SSL context does.
 	cert *tls.Certificate
+	// clock is the checks' (Config.Time); handshakes bounds their TLS
+	// handshakes in flight.
+	clock      *Clock
+	handshakes chan struct{}
 }
 
-func newTLSShare() *tlsShare {
-	return &tlsShare{configs: map[tlsKey]*tls.Config{}, pools: map[string]*x509.CertPool{}}
+// newTLSShare is a share of the checks of clock, at most handshakes TLS
+// handshakes at a time (0: DefaultHandshakes).
+func newTLSShare(clock *Clock, handshakes int) *tlsShare {
+	if handshakes <= 0 {
+		handshakes = DefaultHandshakes
+	}
+	return &tlsShare{configs: map[tlsKey]*tls.Config{}, pools: map[string]*x509.CertPool{},
+		clock: clock, handshakes: make(chan struct{}, handshakes)}
 }
 
 // ClientCertificate reads the SSL block's certificate (a PEM chain, the
@@ -377,7 +387,7 @@ func (s *tlsShare) config(k tlsKey) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := newTLSConfig(k, pool)
+	cfg := newTLSConfig(k, pool, s.clock)
 	if s != nil && s.cert != nil {
 		// Sent whatever the server's request names (its CAs), as
 		// OpenSSL sends its one certificate: Go's own choice among
@@ -450,7 +460,7 @@ func (l *lockedRand) Read(b []byte) (int, error) {
 
 // newTLSConfig is the configuration for k, verifying against pool (k.ca's,
 // or nil: the system's roots).
-func newTLSConfig(k tlsKey, pool *x509.CertPool) *tls.Config {
+func newTLSConfig(k tlsKey, pool *x509.CertPool, clock *Clock) *tls.Config {
 	cfg := &tls.Config{
 		Rand:               tlsRand,
 		InsecureSkipVerify: !k.verify, // keepalived never verifies
@@ -469,7 +479,7 @@ func newTLSConfig(k tlsKey, pool *x509.CertPool) *tls.Config {
 		// the post-quantum hybrid Go prefers: it costs more than a health
 		// check is worth, and OpenSSL 3.0 does not offer it.
 		CurvePreferences: []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP521, tls.CurveP384},
-		Time:             clock.Now, // see clock
+		Time:             clock.Coarse, // see Clock
 		ServerName:       k.name,
 	}
 	cfg.RootCAs = pool
@@ -529,7 +539,7 @@ func (s *sessions) Put(key string, cs *tls.ClientSessionState) {
 // check whose last connection failed always connects first.
 func (p *HTTP) dial(ctx context.Context, cfg *tls.Config, start, deadline time.Time) (net.Conn, error) {
 	var queued time.Duration
-	early := cfg != nil && !p.unreachable && len(handshakes) == cap(handshakes)
+	early := cfg != nil && !p.unreachable && len(p.handshakes) == cap(p.handshakes)
 	if early {
 		q, err := p.slot(ctx, start)
 		if err != nil {
@@ -547,7 +557,7 @@ func (p *HTTP) dial(ctx context.Context, cfg *tls.Config, start, deadline time.T
 	p.unreachable = err != nil
 	if err != nil {
 		if early {
-			<-handshakes
+			<-p.handshakes
 		}
 		return nil, err
 	}
@@ -578,7 +588,7 @@ func (p *HTTP) dial(ctx context.Context, cfg *tls.Config, start, deadline time.T
 	}
 	c := tls.Client(raw, cfg)
 	err = c.Handshake()
-	<-handshakes
+	<-p.handshakes
 	if err != nil {
 		stop()
 		closeNow(raw)
@@ -598,12 +608,12 @@ func (p *HTTP) dial(ctx context.Context, cfg *tls.Config, start, deadline time.T
 // to wait, else 0 (no clock reading).
 func (p *HTTP) slot(ctx context.Context, start time.Time) (time.Duration, error) {
 	select {
-	case handshakes <- struct{}{}:
+	case p.handshakes <- struct{}{}:
 		return 0, nil
 	default:
 	}
 	select {
-	case handshakes <- struct{}{}:
+	case p.handshakes <- struct{}{}:
 		return time.Since(start), nil
 	case <-ctx.Done():
 		return 0, ctx.Err()
@@ -628,8 +638,10 @@ func (t Target) dial(ctx context.Context, deadline time.Time) (net.Conn, error) 
 	return rawDial(ctx, t, deadline)
 }
 
-// handshakes bounds the TLS handshakes in flight, across all checks.
-var handshakes = make(chan struct{}, 32)
+// DefaultHandshakes is the TLS handshakes in flight across a Runner's
+// checks, at most, unless its Options say otherwise: what costs CPU in a
+// check is the handshake.
+const DefaultHandshakes = 32
 
 // tlsError marks a handshake failure, to say so in the reason, with
 // where the time went.
@@ -666,11 +678,11 @@ func (p *HTTP) Probe(ctx context.Context) Result {
 
 func (p *HTTP) probe(ctx context.Context) Result {
 	p.probes++
-	start := monoNow()
+	start := p.clock.Now()
 	for i, u := range p.URLs {
 		from := start
 		if i > 0 {
-			from = monoNow()
+			from = p.clock.Now()
 		}
 		var cfg *tls.Config
 		if p.tlsURL != nil {
@@ -680,7 +692,7 @@ func (p *HTTP) probe(ctx context.Context) Result {
 			return r
 		}
 	}
-	return done(Result{Outcome: Up, Reason: "all URLs answered", Weight: -1}, start)
+	return p.clock.done(Result{Outcome: Up, Reason: "all URLs answered", Weight: -1}, start)
 }
 
 // get fetches one URL, whose connection (and TLS handshake) must be
@@ -711,7 +723,7 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, cfg *tls.Config, start, d
 		// server closed or reset it while idle, or it hung): that proves
 		// nothing of the server, which is asked again on a new
 		// connection, with a connect_timeout of its own.
-		deadline = monoNow().Add(p.Target.Timeout)
+		deadline = p.clock.Now().Add(p.Target.Timeout)
 	}
 	return p.fresh(ctx, u, cfg, path, host, start, deadline)
 }
@@ -729,9 +741,9 @@ func (p *HTTP) fresh(ctx context.Context, u *config.URL, cfg *tls.Config, path, 
 		what := "GET " + path
 		var te *tlsError
 		if !errors.As(err, &te) {
-			return failure(start, what, err), false
+			return p.clock.failure(start, what, err), false
 		}
-		r := failure(start, "TLS handshake", err)
+		r := p.clock.failure(start, "TLS handshake", err)
 		if t := te.timing(); t != "" {
 			r.Reason += " (" + t + ")"
 		}
@@ -838,12 +850,12 @@ func (p *HTTP) request(path, host string) []byte {
 // passing answer, wholly read, that lets the connection stay open, with
 // reuse_connection).
 func (p *HTTP) exchange(ctx context.Context, conn net.Conn, u *config.URL, path, host string, start time.Time) (res Result, ok, keep, broken bool) {
-	setDeadline(ctx, conn, monoNow().Add(p.Target.Timeout), false)
+	setDeadline(ctx, conn, p.clock.Now().Add(p.Target.Timeout), false)
 	if _, err := conn.Write(p.request(path, host)); err != nil {
-		return failure(start, "GET "+path, err), false, false, true
+		return p.clock.failure(start, "GET "+path, err), false, false, true
 	}
 	a := newAnswer(u)
-	r := &answerReader{ctx: ctx, conn: conn, a: a, timeout: p.Target.Timeout, perRead: p.tlsURL == nil}
+	r := &answerReader{ctx: ctx, clock: p.clock, conn: conn, a: a, timeout: p.Target.Timeout, perRead: p.tlsURL == nil}
 	if p.reuse > 0 {
 		return p.exchangeKept(r, u, path, start)
 	}
@@ -863,7 +875,7 @@ func (p *HTTP) exchange(ctx context.Context, conn net.Conn, u *config.URL, path,
 		break
 	}
 	if why, pass := a.judge(u); !pass {
-		return done(Result{Outcome: Down, Reason: "GET " + path + ": " + why, Weight: -1}, start), false, false, false
+		return p.clock.done(Result{Outcome: Down, Reason: "GET " + path + ": " + why, Weight: -1}, start), false, false, false
 	}
 	return Result{}, true, false, false
 }
@@ -893,13 +905,13 @@ func (p *HTTP) exchangeKept(r *answerReader, u *config.URL, path string, start t
 	if err != nil {
 		if res, failed := r.failed(start, path, err); failed || !r.a.inBody {
 			if !failed {
-				res = failure(start, "GET "+path, err)
+				res = p.clock.failure(start, "GET "+path, err)
 			}
 			return res, false, false, true
 		}
 	}
 	if why, pass := r.a.judge(u); !pass {
-		return done(Result{Outcome: Down, Reason: "GET " + path + ": " + why, Weight: -1}, start), false, false, false
+		return p.clock.done(Result{Outcome: Down, Reason: "GET " + path + ": " + why, Weight: -1}, start), false, false, false
 	}
 	keep = err == nil && !resp.Close && !r.a.overflow && resp.StatusCode >= 200
 	return Result{}, true, keep, false
@@ -912,6 +924,7 @@ var buffers = sync.Pool{New: func() any { return new([4096]byte) }}
 // timeouts (see exchange).
 type answerReader struct {
 	ctx     context.Context
+	clock   *Clock
 	conn    net.Conn
 	a       *answer
 	timeout time.Duration
@@ -921,7 +934,7 @@ type answerReader struct {
 
 func (r *answerReader) Read(b []byte) (int, error) {
 	if r.reads > 0 && (r.perRead || r.reads == 1) {
-		setDeadline(r.ctx, r.conn, monoNow().Add(r.timeout), true)
+		setDeadline(r.ctx, r.conn, r.clock.Now().Add(r.timeout), true)
 	}
 	n, err := r.conn.Read(b)
 	if n > 0 {
@@ -946,7 +959,7 @@ func (r *answerReader) failed(start time.Time, path string, err error) (Result, 
 	if r.a.inBody {
 		what += ": body"
 	}
-	res := failure(start, what, err)
+	res := r.clock.failure(start, what, err)
 	if r.reads > 0 {
 		res.Silent = false
 	}

@@ -437,7 +437,7 @@ func TestTCPProbeFixedBindPort(t *testing.T) {
 }
 
 func TestNetUnreachableIsSilentNotLocal(t *testing.T) {
-	r := failure(time.Now(), "connect", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)})
+	r := NewClock().failure(time.Now(), "connect", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)})
 	if r.Outcome != Down || !r.Silent {
 		t.Errorf("ENETUNREACH: %s silent %v, want down and silent (EgressDown decides)", r.Outcome, r.Silent)
 	}
@@ -471,9 +471,9 @@ func TestProbeBindPortAlone(t *testing.T) {
 	}
 }
 
-// takeSlots takes every handshake slot; the function it returns gives
-// them back, once, and is also a cleanup of t.
-func takeSlots(t *testing.T) func() {
+// takeSlots takes every slot of handshakes; the function it returns
+// gives them back, once, and is also a cleanup of t.
+func takeSlots(t *testing.T, handshakes chan struct{}) func() {
 	for range cap(handshakes) {
 		handshakes <- struct{}{}
 	}
@@ -502,7 +502,7 @@ func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	give := takeSlots(t)
+	give := takeSlots(t, p.handshakes)
 	var given atomic.Bool
 	release := time.AfterFunc(3*c.ConnectTimeout, func() { given.Store(true); give() })
 	defer release.Stop()
@@ -539,7 +539,7 @@ func TestHandshakeSlotWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	give := takeSlots(t)
+	give := takeSlots(t, p.handshakes)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Result)
 	go func() { done <- p.Probe(ctx) }()
@@ -587,13 +587,13 @@ func TestHandshakeSlotWaits(t *testing.T) {
 	if n := s.conns.Load(); n != 1 {
 		t.Errorf("%d connections, want 1", n)
 	}
-	if n := len(handshakes); n != 0 {
+	if n := len(p.handshakes); n != 0 {
 		t.Errorf("%d handshake slots still taken", n)
 	}
 
 	// Every slot taken, a check that connected last time waits before
 	// connecting, and says how long.
-	give = takeSlots(t)
+	give = takeSlots(t, p.handshakes)
 	go func() { done <- p.Probe(context.Background()) }()
 	time.Sleep(2 * c.ConnectTimeout)
 	give()

@@ -55,6 +55,7 @@ type server struct {
 	checks []*Check
 	alive  bool
 	weight int
+	log    *slog.Logger // the pool's, with real_server
 }
 
 // pool counts its servers whose last probe was a local fault, to say so
@@ -71,6 +72,7 @@ type pool struct {
 	// without); suspended is set while none is on this host (SetLocal).
 	ha        func(netip.Addr) bool
 	suspended atomic.Bool
+	log       *slog.Logger // the Runner's, with virtual_server
 }
 
 // Runner runs every check of a configuration, each on its own schedule
@@ -97,6 +99,7 @@ type Runner struct {
 
 	late    *lateness
 	started int64 // mono, when Run began: the lateness of a probe carried over a reload counts from there
+	clock   *Clock
 
 	egressMu sync.Mutex
 	egress   map[netip.Addr]egressAnswer
@@ -217,22 +220,43 @@ func (r *Runner) egressDown(addr netip.Addr, now time.Time) (string, bool) {
 // CPU, the TLS handshake, has its own smaller bound (see HTTP).
 const Concurrency = 1024
 
-// New makes the checks of cfg; emit receives each change of a real
+// Options are what a Runner's checks share besides the configuration.
+// The zero value is the defaults.
+type Options struct {
+	// Clock is the checks' time; nil means a new one (NewClock). Tests
+	// give one made in their testing/synctest bubble, or none: a Runner
+	// made in a bubble has the bubble's.
+	Clock *Clock
+	// Handshakes bounds the TLS handshakes in flight across the checks
+	// (SSL_GET); 0 means DefaultHandshakes.
+	Handshakes int
+}
+
+// New is NewWith with the default Options.
+func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error) {
+	return NewWith(cfg, emit, log, Options{})
+}
+
+// NewWith makes the checks of cfg; emit receives each change of a real
 // server's state, from the goroutine of the check that caused it (the
 // changes of one real server are emitted in order). A checker that
 // cannot run (a MISC_CHECK script refused by enable_script_security) is
 // an error.
-func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error) {
+func NewWith(cfg *config.Config, emit func(Event), log *slog.Logger, o Options) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{emit: emit, log: log, sem: make(chan struct{}, Concurrency), Jitter: 0.1, Egress: EgressDown, late: &lateness{}}
+	if o.Clock == nil {
+		o.Clock = NewClock()
+	}
+	r := &Runner{emit: emit, log: log, sem: make(chan struct{}, Concurrency), Jitter: 0.1, Egress: EgressDown,
+		late: &lateness{}, clock: o.Clock}
 	ca := ""
 	if cfg.SSL != nil {
 		ca = cfg.SSL.CA
 	}
 	var errs []error
-	share := newTLSShare()
+	share := newTLSShare(o.Clock, o.Handshakes)
 	cert, diags := ClientCertificate(cfg.SSL)
 	for _, d := range diags {
 		if d.Severity == config.Error {
@@ -244,13 +268,14 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 	share.cert = cert
 	for pi, vs := range cfg.VirtualServers {
 		p := &pool{vs: vs, name: vs.Pos.String(), idx: pi, unknown: map[int]bool{}, ha: haMatcher(cfg, vs)}
+		p.log = log.With("virtual_server", p.name)
 		r.pools = append(r.pools, p)
 		for ri, rs := range vs.RealServers {
 			for _, u := range rs.Unchecked {
-				log.Warn("real server not checked by a checker directord does not have", "virtual_server", vs.Pos.String(),
+				p.log.Warn("real server not checked by a checker directord does not have",
 					"real_server", rs.Addr.String(), "checker", u.Type, "at", u.Pos.String(), "always_alive", rs.AlwaysAlive())
 			}
-			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight}
+			s := &server{pool: p, idx: ri, cfg: rs, alive: true, weight: rs.Weight, log: p.log.With("real_server", rs.Addr.String())}
 			for _, c := range rs.Checkers {
 				var pr Prober
 				var err error
@@ -273,12 +298,15 @@ func New(cfg *config.Config, emit func(Event), log *slog.Logger) (*Runner, error
 				if errors.Is(err, script.ErrDisabled) {
 					// As keepalived: a MISC_CHECK whose script is disabled
 					// (insecure, not found) is removed, not an error.
-					log.Warn("MISC_CHECK removed: its script is disabled", "at", c.Pos.String(), "real_server", rs.Addr.String(), "reason", err.Error())
+					s.log.Warn("MISC_CHECK removed: its script is disabled", "at", c.Pos.String(), "reason", err.Error())
 					continue
 				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %s: %w", c.Pos, c.Type, err))
 					continue
+				}
+				if cp, ok := pr.(interface{ setClock(*Clock) }); ok {
+					cp.setClock(o.Clock)
 				}
 				ch := &Check{Cfg: c, Prober: pr, Verdict: NewVerdict(c.Retry, c.Rise, c.Fall, c.Alpha), srv: s,
 					target: TargetOf(c, rs).Addr.Addr()}
@@ -340,19 +368,17 @@ func (r *Runner) Adopt(old *Runner) int {
 		}
 		// The next probe when it was due: a probe the reload cut short
 		// is due already.
-		c.due.Store(o.due.Load())
+		if due := o.due.Load(); due != 0 {
+			// On this Runner's scale, which may start elsewhere.
+			c.due.Store(due + int64(old.clock.epoch.Sub(r.clock.epoch)))
+		}
 		c.retry.Store(o.retry.Load())
 		o.srv.mu.Unlock()
 		touched[c.srv] = true
 		n++
 	}
 	for s := range touched {
-		s.alive, s.weight = true, s.cfg.Weight
-		for _, c := range s.checks {
-			s.alive = s.alive && c.Verdict.Up()
-			s.weight += c.dynamic
-		}
-		s.weight = max(s.weight, 0)
+		s.alive, s.weight = s.verdict()
 	}
 	return n
 }
@@ -398,12 +424,12 @@ func (c *Check) Last() (Result, time.Time) {
 // servers, tens of megabytes and as many wake-ups less.
 func (r *Runner) Run(ctx context.Context) {
 	q := &schedule{kick: make(chan struct{}, 1)}
-	now := monoNow()
-	r.started = mono(now)
+	now := r.clock.Now()
+	r.started = r.clock.mono(now)
 	for _, c := range r.checks {
 		due := c.due.Load()
 		if due == 0 {
-			due = mono(now.Add(r.first(c.Cfg)))
+			due = r.clock.mono(now.Add(r.first(c.Cfg)))
 			c.due.Store(due)
 		}
 		heap.Push(q, entry{c: c, when: due, exact: c.retry.Load()})
@@ -420,7 +446,7 @@ func (r *Runner) Run(ctx context.Context) {
 	}()
 	defer wg.Wait()
 	// A function timer rather than a channel's: a channel timer reads the
-	// clock to send the time, and each reading counts (see clock).
+	// clock to send the time, and each reading counts (see Clock).
 	timer := time.AfterFunc(time.Hour, func() {
 		select {
 		case q.kick <- struct{}{}:
@@ -431,14 +457,14 @@ func (r *Runner) Run(ctx context.Context) {
 	var due, idle []entry
 	for {
 		q.mu.Lock()
-		woke := monoNow()
-		if woke.Sub(*base.Load()) > time.Second {
-			// The wall clock read again, once a second: monoNow's
+		woke := r.clock.Now()
+		if r.clock.sinceBase(woke) > time.Second {
+			// The wall clock read again, once a second: the clock's
 			// base follows a stepped clock.
-			woke = rebase()
+			woke = r.clock.rebase()
 		}
-		clock.set(woke)
-		now := mono(woke)
+		r.clock.setCoarse(woke)
+		now := r.clock.mono(woke)
 		// With the checks due now, those due within Slack that may
 		// start early: one wake-up for many checks. A check suspended by
 		// ha_suspend does not probe, and is due again a delay_loop later,
@@ -529,16 +555,16 @@ func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, woke time.Tim
 	}
 	end, start := res.At, woke
 	if end.IsZero() {
-		end = monoNow()
+		end = r.clock.Now()
 	}
 	if !res.At.IsZero() || res.Latency > 0 {
 		start = end.Add(-res.Latency)
 	}
-	clock.set(end)
+	r.clock.setCoarse(end)
 	// Late from when it was due, or for a check carried over a reload,
 	// from when this Runner began: the reload's own time is not the
 	// director's overload.
-	res.Waited += time.Duration(max(mono(start)-max(due, r.started), 0))
+	res.Waited += time.Duration(max(r.clock.mono(start)-max(due, r.started), 0))
 	r.late.note(r.log, res.Waited, c.Cfg.DelayLoop, end)
 	// Only a silent failure can be this director's broken link: a
 	// status 500 or a refused connection came from the real server.
@@ -572,7 +598,7 @@ func (r *Runner) probe(ctx context.Context, c *Check, q *schedule, woke time.Tim
 		next -= end.Sub(start)
 	}
 	next = max(next, time.Millisecond)
-	when := mono(end) + int64(next)
+	when := r.clock.mono(end) + int64(next)
 	c.due.Store(when)
 	c.retry.Store(retry)
 	q.mu.Lock()
@@ -632,9 +658,9 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	defer s.mu.Unlock()
 	c.last, c.lastAt = res, now
 	changed, retry := c.Verdict.Next(res.Outcome)
-	s.pool.local(s.idx, res.Outcome == Unknown, r.log)
+	s.pool.local(s.idx, res.Outcome == Unknown)
 	if res.Outcome == Down || (res.Outcome == Unknown && c.Cfg.LogAllFailures) {
-		r.log.Debug("check failed", "real_server", s.cfg.Addr.String(), "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
+		s.log.Debug("check failed", "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
 	}
 	// misc_dynamic, as keepalived's check_misc.c: an exit code of 2 or
 	// more sets the weight, exit 0 gives the configured weight back; a
@@ -648,29 +674,38 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	case res.Outcome == Down && !c.Verdict.Up():
 		c.dynamic, c.reported = 0, false
 	}
-	alive, weight := true, s.cfg.Weight
-	for _, o := range s.checks {
-		alive = alive && o.Verdict.Up()
-		weight += o.dynamic
-	}
-	weight = max(weight, 0)
+	alive, weight := s.verdict()
 	if !changed && alive == s.alive && weight == s.weight {
 		return retry
 	}
 	was := s.alive
 	s.alive, s.weight = alive, weight
 	if alive != was {
-		r.log.Info("real server", "real_server", s.cfg.Addr.String(), "alive", alive, "weight", weight,
+		s.log.Info("real server", "alive", alive, "weight", weight,
 			"check", c.Cfg.Type, "reason", res.Reason)
 	}
 	r.emit(Event{Pool: s.pool.idx, Real: s.idx, Alive: alive, Weight: weight, Reason: res.Reason})
 	return retry
 }
 
+// verdict is the real server's state from its checks': alive when every
+// checker is up, at its configured weight plus what each MISC_CHECK with
+// misc_dynamic made of it (keepalived's effective_weight: iweight plus
+// each checker's cur_weight), at least 0. What the kernel gets of it is
+// director.Weigh's to decide.
+func (s *server) verdict() (alive bool, weight int) {
+	alive, weight = true, s.cfg.Weight
+	for _, c := range s.checks {
+		alive = alive && c.Verdict.Up()
+		weight += c.dynamic
+	}
+	return alive, max(weight, 0)
+}
+
 // local notes whether server i's last probe was a local fault, and says
 // so once when every server of the pool is in that case: the pool is
 // kept as it was, since those probes prove nothing.
-func (p *pool) local(i int, unknown bool, log *slog.Logger) {
+func (p *pool) local(i int, unknown bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if unknown {
@@ -681,72 +716,9 @@ func (p *pool) local(i int, unknown bool, log *slog.Logger) {
 	switch all := len(p.unknown) == p.servers; {
 	case all && !p.warned:
 		p.warned = true
-		log.Warn("every check of the virtual server fails with a fault of this director: its real servers are kept as they were",
-			"virtual_server", p.name)
+		p.log.Warn("every check of the virtual server fails with a fault of this director: its real servers are kept as they were")
 	case !all && p.warned && len(p.unknown) == 0:
 		p.warned = false
-		log.Info("the virtual server's checks work again", "virtual_server", p.name)
+		p.log.Info("the virtual server's checks work again")
 	}
-}
-
-// monoNow is the time from one reading of the monotonic clock, where
-// time.Now reads two (the wall clock's and the monotonic): where there is
-// no vDSO (the benchmark's User-Mode Linux guest, some virtual machines)
-// each is a system call, and they were most of a check's CPU there. The
-// time of day is base's plus the monotonic time since base, which the
-// scheduler reads again every second (Run): a stepped wall clock shows
-// within a second. Durations between its times are the monotonic
-// clock's.
-//
-// A base older than a minute (no wake-up of the scheduler for that long)
-// is read again; so is one of another clock: testing/synctest's bubbles
-// have a clock of their own, decades away from the process's.
-func monoNow() time.Time {
-	b := base.Load()
-	if d := time.Since(*b); d >= 0 && d < time.Minute {
-		return b.Add(d)
-	}
-	return rebase()
-}
-
-var base atomic.Pointer[time.Time]
-
-// epoch is the origin of the schedule's times: mono(t) is the monotonic
-// time from epoch to t, in nanoseconds, which a step of the wall clock
-// (NTP setting it at boot) does not move. The wall clock's time would
-// have started every check at once after a step forward, and none for
-// as long after a step back.
-var epoch = time.Now()
-
-func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
-
-func init() { rebase() }
-
-// rebase reads the wall clock as monoNow's base, and returns it.
-func rebase() time.Time {
-	t := time.Now()
-	base.Store(&t)
-	return t
-}
-
-// clock is the checks' latest reading of the time, for what needs the
-// time of day but not to the microsecond: TLS (its session tickets' age,
-// certificates' validity). Where there is no vDSO (the benchmark's User-
-// Mode Linux guest, some virtual machines) every reading of the clock is
-// a system call, and crypto/tls reads it several times a handshake: in
-// the guest, the clock was most of a check's CPU. The scheduler sets it
-// at every wake-up and every probe at its end, so it is at most one
-// probe's duration old while probes run.
-var clock coarseClock
-
-type coarseClock struct{ ns atomic.Int64 }
-
-func (c *coarseClock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
-
-// Now is the latest reading, or the clock's own before any.
-func (c *coarseClock) Now() time.Time {
-	if ns := c.ns.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Now()
 }

@@ -432,10 +432,12 @@ func TestAdoptAcrossReload(t *testing.T) {
 		if p, rs := nr.Checks()[2].Where(); p != 0 || rs != 2 {
 			t.Errorf("Where %d %d", p, rs)
 		}
-		// The adopted checks keep their schedule; the changed one has
-		// none yet.
+		// The adopted checks keep their schedule, at the same instant on
+		// the new Runner's clock; the changed one has none yet.
 		for i, c := range nr.Checks() {
-			if due, was := c.due.Load(), old.Checks()[i].due.Load(); (i < 2) != (due == was && due != 0) {
+			due, was := c.due.Load(), old.Checks()[i].due.Load()
+			same := nr.clock.epoch.Add(time.Duration(due)).Equal(old.clock.epoch.Add(time.Duration(was)))
+			if (i < 2) != (same && due != 0) {
 				t.Errorf("check %d due at %d, was %d", i, due, was)
 			}
 		}
@@ -486,7 +488,7 @@ func TestSaturatedStartsOnTime(t *testing.T) {
 		for i, c := range r.Checks() {
 			// Checks 0 and 1 at once (both places for 5 s), 2 due at 1 s
 			// and 3 at 2 s.
-			c.due.Store(mono(start.Add([]time.Duration{0, 0, time.Second, 2 * time.Second}[i])))
+			c.due.Store(r.clock.mono(start.Add([]time.Duration{0, 0, time.Second, 2 * time.Second}[i])))
 			c.Prober = proberFunc(func(ctx context.Context) Result {
 				mu.Lock()
 				if _, ok := began[i]; !ok {
@@ -515,31 +517,36 @@ func TestSaturatedStartsOnTime(t *testing.T) {
 	})
 }
 
-// TestMonoNow: one reading of the monotonic clock gives the time, of
+// TestClockNow: one reading of the monotonic clock gives the time, of
 // day too, in the process and in a synctest bubble (whose clock is
 // decades away: the base is read again there).
-func TestMonoNow(t *testing.T) {
+func TestClockNow(t *testing.T) {
+	c := NewClock()
 	t0 := time.Now()
-	m := monoNow()
+	m := c.Now()
 	t1 := time.Now()
 	if m.Before(t0) || m.After(t1) {
-		t.Errorf("monoNow %v, not between %v and %v", m, t0, t1)
+		t.Errorf("Now %v, not between %v and %v", m, t0, t1)
 	}
 	if d := m.Round(0).Sub(t1.Round(0)); d < -time.Second || d > time.Second {
-		t.Errorf("monoNow's time of day is %v from the wall clock's", d)
+		t.Errorf("Now's time of day is %v from the wall clock's", d)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		m1 := monoNow()
+		m1 := c.Now()
 		if !m1.Equal(time.Now()) {
-			t.Errorf("in a bubble, monoNow %v, want the bubble's %v", m1, time.Now())
+			t.Errorf("in a bubble, Now %v, want the bubble's %v", m1, time.Now())
 		}
 		time.Sleep(5 * time.Second)
-		if d := monoNow().Sub(m1); d != 5*time.Second {
-			t.Errorf("in a bubble, 5 s later monoNow moved %v", d)
+		if d := c.Now().Sub(m1); d != 5*time.Second {
+			t.Errorf("in a bubble, 5 s later Now moved %v", d)
 		}
 	})
-	if d := time.Until(monoNow()); d < -time.Second || d > time.Second {
-		t.Errorf("after a bubble, monoNow is %v from the clock", d)
+	if d := time.Until(c.Now()); d < -time.Second || d > time.Second {
+		t.Errorf("after a bubble, Now is %v from the clock", d)
+	}
+	var none *Clock // a prober's made alone: the process's clock
+	if d := time.Since(none.Now()); d < 0 || d > time.Second {
+		t.Errorf("a nil Clock's Now is %v from the clock", d)
 	}
 }
 
@@ -556,7 +563,7 @@ func TestResultTimeIsTheProbes(t *testing.T) {
 		r.Egress = nil
 		start := time.Now()
 		c := r.Checks()[0]
-		c.due.Store(mono(start))
+		c.due.Store(r.clock.mono(start))
 		r.Jitter = 0
 		verdict := start.Add(time.Second)
 		c.Prober = proberFunc(func(ctx context.Context) Result {
@@ -571,7 +578,7 @@ func TestResultTimeIsTheProbes(t *testing.T) {
 		}
 		// It started at At less Latency (0.5 s): its next cycle comes a
 		// delay_loop (60 s) after that.
-		if got, want := time.Duration(c.due.Load()-mono(start)), 60500*time.Millisecond; got != want {
+		if got, want := time.Duration(c.due.Load()-r.clock.mono(start)), 60500*time.Millisecond; got != want {
 			t.Errorf("next probe due at %v, want %v", got, want)
 		}
 	})
@@ -597,13 +604,13 @@ func TestLateChecksSaid(t *testing.T) {
 		var slow atomic.Bool
 		slow.Store(true)
 		for _, c := range r.Checks() {
-			c.due.Store(mono(start))
+			c.due.Store(r.clock.mono(start))
 			c.Prober = proberFunc(func(ctx context.Context) Result {
-				began := monoNow() // as the real probers: their start and end (done)
+				began := r.clock.Now() // as the real probers: their start and end (done)
 				if slow.Load() {
 					time.Sleep(3 * time.Second) // longer than delay_loop, holding the place
 				}
-				return done(Result{Outcome: Up, Reason: "connected", Weight: -1}, began)
+				return r.clock.done(Result{Outcome: Up, Reason: "connected", Weight: -1}, began)
 			})
 		}
 		var waits []time.Duration
@@ -660,7 +667,7 @@ func TestSlackStartsCyclesNotRetriesEarly(t *testing.T) {
 		// retry within Slack after it.
 		dues := []time.Duration{0, time.Millisecond, 3 * time.Millisecond, time.Second - time.Millisecond}
 		for i, c := range r.Checks() {
-			c.due.Store(mono(start.Add(dues[i])))
+			c.due.Store(r.clock.mono(start.Add(dues[i])))
 			// As after a first success: a failure is then retried (the
 			// start's first failure would take it down at once).
 			c.Verdict.proven = true
@@ -703,10 +710,10 @@ func TestReloadIsNotLateness(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		old.Checks()[0].due.Store(mono(start))
+		old.Checks()[0].due.Store(old.clock.mono(start))
 		// Check 1's retry, due at 10 s, 1 ms after the scheduler's first
 		// wake-up (check 0's, within Slack of it).
-		old.Checks()[1].due.Store(mono(start.Add(10*time.Second + time.Millisecond)))
+		old.Checks()[1].due.Store(old.clock.mono(start.Add(10*time.Second + time.Millisecond)))
 		old.Checks()[1].retry.Store(true)
 		time.Sleep(10 * time.Second) // the reload's time
 		var mu sync.Mutex
@@ -723,13 +730,13 @@ func TestReloadIsNotLateness(t *testing.T) {
 		waited := map[int]time.Duration{}
 		for i, c := range r.Checks() {
 			c.Prober = proberFunc(func(ctx context.Context) Result {
-				s := monoNow()
+				s := r.clock.Now()
 				mu.Lock()
 				if _, ok := began[i]; !ok {
 					began[i] = s.Sub(start)
 				}
 				mu.Unlock()
-				return done(Result{Outcome: Up, Reason: "connected", Weight: -1}, s)
+				return r.clock.done(Result{Outcome: Up, Reason: "connected", Weight: -1}, s)
 			})
 		}
 		r.OnResult = func(c *Check, res Result) {
@@ -752,4 +759,39 @@ func TestReloadIsNotLateness(t *testing.T) {
 			t.Errorf("a reload said to be lateness:\n%s", logs.String())
 		}
 	})
+}
+
+// TestRunnerOwnsClockAndHandshakes: a Runner's checks share its clock
+// and its bound on TLS handshakes (Options), which another Runner does
+// not share: nothing of the checks is process-wide.
+func TestRunnerOwnsClockAndHandshakes(t *testing.T) {
+	conf := strings.ReplaceAll(poolConf(2, ""), "TCP_CHECK {", "SSL_GET {\n   url {\n    path /\n   }")
+	clock := NewClock()
+	a, err := NewWith(parse(t, conf), func(Event) {}, nil, Options{Clock: clock, Handshakes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(parse(t, conf), func(Event) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.clock != clock || b.clock == nil || b.clock == clock {
+		t.Errorf("clocks: a's %p (given %p), b's %p: want a's the given one, b's its own", a.clock, clock, b.clock)
+	}
+	var sems []chan struct{}
+	for _, r := range []*Runner{a, b} {
+		for _, c := range r.Checks() {
+			p := c.Prober.(*HTTP)
+			if p.clock != r.clock {
+				t.Errorf("a prober's clock is not its Runner's")
+			}
+			sems = append(sems, p.handshakes)
+		}
+	}
+	if len(sems) != 4 || sems[0] != sems[1] || sems[2] != sems[3] || sems[0] == sems[2] {
+		t.Fatalf("handshake bounds not one per Runner: %v", sems)
+	}
+	if cap(sems[0]) != 3 || cap(sems[2]) != DefaultHandshakes {
+		t.Errorf("bounds %d and %d, want 3 (Options) and %d", cap(sems[0]), cap(sems[2]), DefaultHandshakes)
+	}
 }

@@ -17,6 +17,7 @@ import (
 // to QUIT any line; each step (the connection, each write and each line
 // read) within connect_timeout.
 type SMTP struct {
+	clocked
 	Target Target
 	HELO   string // helo_name
 }
@@ -35,10 +36,10 @@ const smtpLineMax = 511
 
 // Probe runs the dialogue.
 func (p *SMTP) Probe(ctx context.Context) Result {
-	start := monoNow()
+	start := p.clock.Now()
 	c, err := p.Target.dial(ctx, start.Add(p.Target.Timeout))
 	if err != nil {
-		return failure(start, "connect", err)
+		return p.clock.failure(start, "connect", err)
 	}
 	defer closeNow(c)
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
@@ -48,10 +49,10 @@ func (p *SMTP) Probe(ctx context.Context) Result {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return failure(start, what, err)
+		return p.clock.failure(start, what, err)
 	}
 	down := func(format string, args ...any) Result {
-		return done(Result{Outcome: Down, Reason: fmt.Sprintf(format, args...), Weight: -1}, start)
+		return p.clock.done(Result{Outcome: Down, Reason: fmt.Sprintf(format, args...), Weight: -1}, start)
 	}
 	banner, err := p.line(ctx, c, buf)
 	if err != nil {
@@ -76,7 +77,7 @@ func (p *SMTP) Probe(ctx context.Context) Result {
 	if _, err := p.line(ctx, c, buf); err != nil {
 		return fail("QUIT", err)
 	}
-	return done(Result{Outcome: Up, Reason: "SMTP dialogue done", Weight: -1}, start)
+	return p.clock.done(Result{Outcome: Up, Reason: "SMTP dialogue done", Weight: -1}, start)
 }
 
 // line reads, as keepalived's smtp_get_line_cb, until what it read holds
@@ -90,7 +91,7 @@ func (p *SMTP) line(ctx context.Context, c net.Conn, buf []byte) ([]byte, error)
 		if n >= len(buf) {
 			n = 0 // keepalived: "Buffer overflow", and it reads on from the start
 		}
-		c.SetReadDeadline(monoNow().Add(p.Target.Timeout))
+		c.SetReadDeadline(p.clock.Now().Add(p.Target.Timeout))
 		// After the deadline is set: a stop that came before it is seen
 		// here, one after it sets the deadline past (see Probe).
 		if err := ctx.Err(); err != nil {
@@ -118,7 +119,7 @@ func (p *SMTP) line(ctx context.Context, c net.Conn, buf []byte) ([]byte, error)
 }
 
 func (p *SMTP) write(ctx context.Context, c net.Conn, s string) error {
-	c.SetWriteDeadline(monoNow().Add(p.Target.Timeout))
+	c.SetWriteDeadline(p.clock.Now().Add(p.Target.Timeout))
 	if err := ctx.Err(); err != nil {
 		return err
 	}

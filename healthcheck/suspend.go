@@ -77,9 +77,9 @@ func (r *Runner) SetLocal(addrs []netip.Addr) {
 		}
 		if was := p.suspended.Swap(!present); was != !present {
 			if present {
-				r.log.Info("activating the health checks of the virtual server: its address is on this host (ha_suspend)", "virtual_server", p.name)
+				p.log.Info("activating the health checks of the virtual server: its address is on this host (ha_suspend)")
 			} else {
-				r.log.Info("suspending the health checks of the virtual server: its address is not on this host (ha_suspend)", "virtual_server", p.name)
+				p.log.Info("suspending the health checks of the virtual server: its address is not on this host (ha_suspend)")
 			}
 		}
 	}

@@ -141,6 +141,7 @@ var udpPayload = []byte(strings.Repeat("keepalived check - ", 2)[:32])
 // in answer fails, as does, with require_reply, no reply within
 // connect_timeout, or a reply that does not match.
 type UDP struct {
+	clocked
 	Target Target
 	Cfg    config.UDPCheck
 }
@@ -155,10 +156,10 @@ func NewUDP(c *config.Checker, rs *config.RealServer) (*UDP, error) {
 
 // Probe sends the payload and judges what comes back by connect_timeout.
 func (p *UDP) Probe(ctx context.Context) Result {
-	start := monoNow()
+	start := p.clock.Now()
 	c, err := udpDial(ctx, p.Target, true)
 	if err != nil {
-		return failure(start, "connect", err)
+		return p.clock.failure(start, "connect", err)
 	}
 	defer c.Close()
 	payload := p.Cfg.Payload
@@ -166,7 +167,7 @@ func (p *UDP) Probe(ctx context.Context) Result {
 		payload = udpPayload
 	}
 	if _, err := c.Write(payload); err != nil {
-		return failure(start, "send", err)
+		return p.clock.failure(start, "send", err)
 	}
 	c.SetReadDeadline(start.Add(p.Target.Timeout))
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
@@ -175,32 +176,32 @@ func (p *UDP) Probe(ctx context.Context) Result {
 	n, err := c.Read(buf)
 	switch {
 	case ctx.Err() != nil:
-		return failure(start, "reply", ctx.Err())
+		return p.clock.failure(start, "reply", ctx.Err())
 	case errors.Is(err, unix.EAGAIN) || isTimeout(err):
 		if p.Cfg.RequireReply {
-			return failure(start, "reply", context.DeadlineExceeded)
+			return p.clock.failure(start, "reply", context.DeadlineExceeded)
 		}
-		return done(Result{Outcome: Up, Reason: "no reply, none required", Weight: -1}, start)
+		return p.clock.done(Result{Outcome: Up, Reason: "no reply, none required", Weight: -1}, start)
 	case err != nil:
 		if ie := queuedICMP(c); ie != nil {
 			if ie.unreachble {
-				return failure(start, "reply", ie)
+				return p.clock.failure(start, "reply", ie)
 			}
 			// keepalived's udp_socket_error takes any other ICMP error
 			// (time exceeded, ...) as no answer.
 			if p.Cfg.RequireReply {
-				return failure(start, "reply", ie)
+				return p.clock.failure(start, "reply", ie)
 			}
-			return done(Result{Outcome: Up, Reason: "no reply, none required (" + ie.Error() + ")", Weight: -1}, start)
+			return p.clock.done(Result{Outcome: Up, Reason: "no reply, none required (" + ie.Error() + ")", Weight: -1}, start)
 		}
-		return failure(start, "reply", err)
+		return p.clock.failure(start, "reply", err)
 	}
 	if p.Cfg.Reply != nil {
 		if why := p.mismatch(buf[:n]); why != "" {
-			return done(Result{Outcome: Down, Reason: "reply: " + why, Weight: -1}, start)
+			return p.clock.done(Result{Outcome: Down, Reason: "reply: " + why, Weight: -1}, start)
 		}
 	}
-	return done(Result{Outcome: Up, Reason: fmt.Sprintf("replied %d bytes", n), Weight: -1}, start)
+	return p.clock.done(Result{Outcome: Up, Reason: fmt.Sprintf("replied %d bytes", n), Weight: -1}, start)
 }
 
 // mismatch says how a reply differs from require_reply, as keepalived's
@@ -236,6 +237,7 @@ func isTimeout(err error) bool {
 // connect_timeout. What the answer holds is not looked at, as in
 // keepalived.
 type DNS struct {
+	clocked
 	Target Target
 	query  []byte // with a zero ID, set per probe
 }
@@ -267,10 +269,10 @@ var dnsRcodes = map[int]string{1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "N
 
 // Probe asks the query and waits for its answer by connect_timeout.
 func (p *DNS) Probe(ctx context.Context) Result {
-	start := monoNow()
+	start := p.clock.Now()
 	c, err := udpDial(ctx, p.Target, false)
 	if err != nil {
-		return failure(start, "connect", err)
+		return p.clock.failure(start, "connect", err)
 	}
 	defer c.Close()
 	q := append([]byte(nil), p.query...)
@@ -280,7 +282,7 @@ func (p *DNS) Probe(ctx context.Context) Result {
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
 	if _, err := c.Write(q); err != nil {
-		return failure(start, "send", err)
+		return p.clock.failure(start, "send", err)
 	}
 	buf := make([]byte, 768) // keepalived's DNS_BUFFER_SIZE
 	for {
@@ -289,7 +291,7 @@ func (p *DNS) Probe(ctx context.Context) Result {
 			err = ctx.Err()
 		}
 		if err != nil {
-			return failure(start, "answer", err)
+			return p.clock.failure(start, "answer", err)
 		}
 		// As keepalived: datagrams too short (it checks 8 bytes, the ID
 		// and flags being in the first 4), of another ID, or not
@@ -302,8 +304,8 @@ func (p *DNS) Probe(ctx context.Context) Result {
 			if name == "" {
 				name = "rcode"
 			}
-			return done(Result{Outcome: Down, Reason: fmt.Sprintf("answer: %s (%d)", name, rc), Weight: -1}, start)
+			return p.clock.done(Result{Outcome: Down, Reason: fmt.Sprintf("answer: %s (%d)", name, rc), Weight: -1}, start)
 		}
-		return done(Result{Outcome: Up, Reason: "answered", Weight: -1}, start)
+		return p.clock.done(Result{Outcome: Up, Reason: "answered", Weight: -1}, start)
 	}
 }

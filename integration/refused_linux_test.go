@@ -133,6 +133,9 @@ func TestRefusedReloadsLeakNothing(t *testing.T) {
 		if st.LastReload == nil || st.LastReload.OK || !strings.Contains(st.LastReload.Error, k.want) {
 			t.Errorf("%s: last reload %+v, want refused naming %q", k.name, st.LastReload, k.want)
 		}
+		if st.LastReload != nil && strings.Contains(st.LastReload.Error, "vrrp: vrrp:") {
+			t.Errorf("%s: the refusal says its package twice: %q", k.name, st.LastReload.Error)
+		}
 		fds, gs := counts()
 		t.Logf("after %d refused reloads (%s): %d descriptors, %d goroutines", rounds, k.name, fds, gs)
 		if fds > fds0 || gs > gs0 {

@@ -55,6 +55,12 @@ func explain(op string, err error) error {
 	if !errors.As(err, &oe) || oe.Sequence == 0 || !errors.As(oe.Err, &errno) {
 		return err
 	}
+	return errnoError(op, errno, oe.Message)
+}
+
+// errnoError is the kernel's errno for op in ipvsadm's words, with the
+// kernel's extended acknowledgement, if any.
+func errnoError(op string, errno syscall.Errno, extack string) error {
 	text := errno.Error()
 	service := strings.Contains(op, "service")
 	if !service && !strings.Contains(op, "destination") {
@@ -73,10 +79,23 @@ func explain(op string, err error) error {
 	case errno == syscall.ENOENT && !service:
 		text = "no such destination"
 	}
-	if oe.Message != "" {
-		text += " (" + oe.Message + ")"
+	if extack != "" {
+		text += " (" + extack + ")"
 	}
 	return &kernelError{errno: errno, text: text}
+}
+
+// KernelError is the error a Client returns when the kernel answers op
+// ("add service", "start sync daemon", ...) on object with errno. Fakes
+// of the kernel (internal/ipvstest) answer with it, so that their errors
+// read and compare (errors.Is) as the Client's do.
+func KernelError(op, object string, errno syscall.Errno) error {
+	return &Error{Op: op, Object: object, Err: errnoError(op, errno, "")}
+}
+
+// OpError is the error Apply reports when the kernel answers o with errno.
+func OpError(o *Op, errno syscall.Errno) error {
+	return KernelError(o.Kind.String(), o.object(), errno)
 }
 
 // ErrUnavailable is returned by Dial when the kernel has no IPVS.

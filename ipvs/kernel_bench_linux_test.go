@@ -1,4 +1,4 @@
-package ipvs
+package ipvs_test
 
 // Benchmarks against the kernel's IPVS, in the User-Mode Linux guest
 // (make bench runs them there), each beside ipvsadm doing the same work
@@ -16,13 +16,14 @@ import (
 
 	"github.com/directord/directord/internal/ipvstest"
 	"github.com/directord/directord/internal/nstest"
+	"github.com/directord/directord/ipvs"
 )
 
-func benchNS(b *testing.B) (*nstest.Scope, *nstest.NS, *Client) {
+func benchNS(b *testing.B) (*nstest.Scope, *nstest.NS, *ipvs.Client) {
 	b.Helper()
 	s := &nstest.Scope{TB: b}
 	ns := nstest.New(s, fmt.Sprintf("ipvsb-%d-%d", os.Getpid(), nsSeq.Add(1)))
-	c, err := Dial(&Options{NetNS: int(ns.NS)})
+	c, err := ipvs.Dial(&ipvs.Options{NetNS: int(ns.NS)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func benchNS(b *testing.B) (*nstest.Scope, *nstest.NS, *Client) {
 
 // loadedTable is a namespace whose table holds 1,000 services of 10
 // destinations, with the reconciler that put them there.
-func loadedTable(b *testing.B) (Table, *nstest.NS, *Reconciler) {
+func loadedTable(b *testing.B) (ipvs.Table, *nstest.NS, *ipvs.Reconciler) {
 	b.Helper()
 	ipvstest.Require(b)
 	ipvstest.RequireRoot(b)
@@ -40,7 +41,7 @@ func loadedTable(b *testing.B) (Table, *nstest.NS, *Reconciler) {
 	want := bigTable(1000, 10)
 	s, ns, c := benchNS(b)
 	b.Cleanup(s.Close)
-	r := NewReconciler(c, nil)
+	r := ipvs.NewReconciler(c)
 	if _, err := r.Sync(want); err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func loadedTable(b *testing.B) (Table, *nstest.NS, *Reconciler) {
 }
 
 // restoreRules is the table as ipvsadm -R reads it.
-func restoreRules(t Table) string {
+func restoreRules(t ipvs.Table) string {
 	var sb strings.Builder
 	for _, k := range t.Keys() {
 		vs := t[k]
@@ -76,7 +77,7 @@ func BenchmarkKernelFullApply(b *testing.B) {
 		s, _, c := benchNS(b)
 		b.StartTimer()
 		start := time.Now()
-		res, err := NewReconciler(c, nil).Sync(want)
+		res, err := ipvs.NewReconciler(c).Sync(want)
 		ours += time.Since(start)
 		if err != nil || len(res.Ops) != 11000 {
 			b.Fatalf("%v, %d ops", err, len(res.Ops))
@@ -121,13 +122,13 @@ func BenchmarkKernelOneChange(b *testing.B) {
 					i++
 					d.Weight = int32(100 + i%2)
 					want[key].AddDest(d)
-					var res Result
+					var res ipvs.Result
 					var err error
 					start := time.Now()
 					if mode == "Sync" {
 						res, err = r.Sync(want)
 					} else {
-						res, err = r.SyncServices(want, []ServiceKey{key})
+						res, err = r.SyncServices(want, []ipvs.ServiceKey{key})
 					}
 					ours += time.Since(start)
 					if err != nil || len(res.Ops) != 1 {

@@ -1,4 +1,4 @@
-package ipvs
+package ipvs_test
 
 // Tests against the kernel's IPVS: they skip on our hosts, whose kernel
 // has none, and run in the User-Mode Linux guest of make integration.
@@ -21,18 +21,19 @@ import (
 
 	"github.com/directord/directord/internal/ipvstest"
 	"github.com/directord/directord/internal/nstest"
+	"github.com/directord/directord/ipvs"
 )
 
 var nsSeq atomic.Int32
 
 // kernelClient makes a namespace and a Client in it.
-func kernelClient(t *testing.T) (*Client, *nstest.NS) {
+func kernelClient(t *testing.T) (*ipvs.Client, *nstest.NS) {
 	t.Helper()
 	ipvstest.Require(t)
 	ipvstest.RequireRoot(t)
 	ipvstest.RequireCommand(t, "ipvsadm")
 	ns := nstest.New(t, fmt.Sprintf("ipvs-%d-%d", os.Getpid(), nsSeq.Add(1)))
-	c, err := Dial(&Options{NetNS: int(ns.NS)})
+	c, err := ipvs.Dial(&ipvs.Options{NetNS: int(ns.NS)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,29 +87,29 @@ func TestKernelServicesAndDestinations(t *testing.T) {
 		t.Errorf("info %+v", info)
 	}
 
-	v4 := Service{ServiceKey: AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:80")), Scheduler: "rr"}
-	v6 := Service{ServiceKey: AddrKey(UDP, netip.MustParseAddrPort("[2001:db8::1]:53")), Scheduler: "wlc",
-		Flags: Persistent, Timeout: 300 * time.Second, Netmask: 64}
-	sctp := Service{ServiceKey: AddrKey(SCTP, netip.MustParseAddrPort("192.0.2.2:9")), Scheduler: "rr",
-		Flags: Persistent, Timeout: time.Minute, Netmask: 24, PersistenceEngine: "sip"}
-	fwm := Service{ServiceKey: MarkKey(IPv4, 7), Scheduler: "sh", Flags: SchedFlag1 | SchedFlag2}
-	fwm6 := Service{ServiceKey: MarkKey(IPv6, 8), Scheduler: "mh", Flags: OnePacket}
-	for _, s := range []Service{v4, v6, sctp, fwm, fwm6} {
+	v4 := ipvs.Service{ServiceKey: ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:80")), Scheduler: "rr"}
+	v6 := ipvs.Service{ServiceKey: ipvs.AddrKey(ipvs.UDP, netip.MustParseAddrPort("[2001:db8::1]:53")), Scheduler: "wlc",
+		Flags: ipvs.Persistent, Timeout: 300 * time.Second, Netmask: 64}
+	sctp := ipvs.Service{ServiceKey: ipvs.AddrKey(ipvs.SCTP, netip.MustParseAddrPort("192.0.2.2:9")), Scheduler: "rr",
+		Flags: ipvs.Persistent, Timeout: time.Minute, Netmask: 24, PersistenceEngine: "sip"}
+	fwm := ipvs.Service{ServiceKey: ipvs.MarkKey(ipvs.IPv4, 7), Scheduler: "sh", Flags: ipvs.SchedFlag1 | ipvs.SchedFlag2}
+	fwm6 := ipvs.Service{ServiceKey: ipvs.MarkKey(ipvs.IPv6, 8), Scheduler: "mh", Flags: ipvs.OnePacket}
+	for _, s := range []ipvs.Service{v4, v6, sctp, fwm, fwm6} {
 		must(t, c.CreateService(s))
 	}
 	if err := c.CreateService(v4); !errors.Is(err, os.ErrExist) {
 		t.Errorf("adding a service twice: %v, want os.ErrExist", err)
 	}
-	dr := Destination{Addr: ip("10.0.0.1"), Port: 80, Forward: Route, Weight: 3}
-	nat := Destination{Addr: ip("10.0.0.2"), Port: 8080, Forward: Masquerade, Weight: 0, UpperThreshold: 100, LowerThreshold: 10}
-	tun := Destination{Addr: ip("10.0.0.3"), Port: 80, Forward: Tunnel, Weight: 1}
-	gue := Destination{Addr: ip("10.0.0.4"), Port: 80, Forward: Tunnel, Weight: 1, TunnelType: 1, TunnelPort: 6080, TunnelFlags: 1}
-	for _, d := range []Destination{dr, nat, tun, gue} {
+	dr := ipvs.Destination{Addr: ip("10.0.0.1"), Port: 80, Forward: ipvs.Route, Weight: 3}
+	nat := ipvs.Destination{Addr: ip("10.0.0.2"), Port: 8080, Forward: ipvs.Masquerade, Weight: 0, UpperThreshold: 100, LowerThreshold: 10}
+	tun := ipvs.Destination{Addr: ip("10.0.0.3"), Port: 80, Forward: ipvs.Tunnel, Weight: 1}
+	gue := ipvs.Destination{Addr: ip("10.0.0.4"), Port: 80, Forward: ipvs.Tunnel, Weight: 1, TunnelType: 1, TunnelPort: 6080, TunnelFlags: 1}
+	for _, d := range []ipvs.Destination{dr, nat, tun, gue} {
 		must(t, c.CreateDestination(v4.ServiceKey, d))
 	}
-	d6 := Destination{Addr: ip("2001:db8::10"), Port: 53, Forward: Route, Weight: 1}
+	d6 := ipvs.Destination{Addr: ip("2001:db8::10"), Port: 53, Forward: ipvs.Route, Weight: 1}
 	must(t, c.CreateDestination(v6.ServiceKey, d6))
-	fd := Destination{Addr: ip("10.0.0.5"), Forward: Route, Weight: 2}
+	fd := ipvs.Destination{Addr: ip("10.0.0.5"), Forward: ipvs.Route, Weight: 2}
 	must(t, c.CreateDestination(fwm.ServiceKey, fd))
 
 	checkSaved(t, ns,
@@ -133,14 +134,19 @@ func TestKernelServicesAndDestinations(t *testing.T) {
 	got, err := c.Services()
 	must(t, err)
 	for i := range got {
-		got[i].Stats = Stats{}
+		got[i].Stats = ipvs.Stats{}
 	}
-	want := []Service{v4, v6, sctp, fwm, fwm6}
+	want := []ipvs.Service{v4, v6, sctp, fwm, fwm6}
 	for i := range want {
-		want[i].Netmask = fullMask(want[i].Family, want[i].Netmask)
+		if want[i].Netmask == 0 { // the kernel reports the whole address
+			want[i].Netmask = 32
+			if want[i].Family == ipvs.IPv6 {
+				want[i].Netmask = 128
+			}
+		}
 	}
-	sortServices := func(s []Service) {
-		slices.SortFunc(s, func(a, b Service) int { return CompareKeys(a.ServiceKey, b.ServiceKey) })
+	sortServices := func(s []ipvs.Service) {
+		slices.SortFunc(s, func(a, b ipvs.Service) int { return ipvs.CompareKeys(a.ServiceKey, b.ServiceKey) })
 	}
 	sortServices(got)
 	sortServices(want)
@@ -149,11 +155,11 @@ func TestKernelServicesAndDestinations(t *testing.T) {
 	}
 	ds, err := c.Destinations(v4.ServiceKey)
 	must(t, err)
-	slices.SortFunc(ds, func(a, b Destination) int { return a.Addr.Compare(b.Addr) })
+	slices.SortFunc(ds, func(a, b ipvs.Destination) int { return a.Addr.Compare(b.Addr) })
 	for i := range ds {
-		ds[i].Stats = Stats{}
+		ds[i].Stats = ipvs.Stats{}
 	}
-	if w := []Destination{dr, nat, tun, gue}; !reflect.DeepEqual(ds, w) {
+	if w := []ipvs.Destination{dr, nat, tun, gue}; !reflect.DeepEqual(ds, w) {
 		t.Errorf("destinations:\n got %+v\nwant %+v", ds, w)
 	}
 	if s, err := c.Service(v6.ServiceKey); err != nil || s.Scheduler != "wlc" {
@@ -191,12 +197,12 @@ func TestKernelEveryScheduler(t *testing.T) {
 	scheds := []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "fo", "ovf", "mh"}
 	var want []string
 	for i, s := range scheds {
-		k := AddrKey(TCP, netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), 80))
-		must(t, c.CreateService(Service{ServiceKey: k, Scheduler: s}))
+		k := ipvs.AddrKey(ipvs.TCP, netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), 80))
+		must(t, c.CreateService(ipvs.Service{ServiceKey: k, Scheduler: s}))
 		want = append(want, fmt.Sprintf("-A -t %s -s %s", netip.AddrPortFrom(k.Addr, k.Port), s))
 	}
 	checkSaved(t, ns, want...)
-	err := c.CreateService(Service{ServiceKey: AddrKey(TCP, netip.MustParseAddrPort("192.0.2.99:80")), Scheduler: "nosuch"})
+	err := c.CreateService(ipvs.Service{ServiceKey: ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.99:80")), Scheduler: "nosuch"})
 	if err == nil || !strings.Contains(err.Error(), "scheduler or persistence engine not found") {
 		t.Errorf("unknown scheduler: %v", err)
 	}
@@ -204,14 +210,14 @@ func TestKernelEveryScheduler(t *testing.T) {
 
 func TestKernelTimeouts(t *testing.T) {
 	c, ns := kernelClient(t)
-	must(t, c.SetTimeouts(Timeouts{TCP: 900 * time.Second, TCPFin: 2 * time.Minute, UDP: 5 * time.Minute}))
+	must(t, c.SetTimeouts(ipvs.Timeouts{TCP: 900 * time.Second, TCPFin: 2 * time.Minute, UDP: 5 * time.Minute}))
 	tm, err := c.Timeouts()
 	must(t, err)
-	if want := (Timeouts{TCP: 900 * time.Second, TCPFin: 2 * time.Minute, UDP: 5 * time.Minute}); tm != want {
+	if want := (ipvs.Timeouts{TCP: 900 * time.Second, TCPFin: 2 * time.Minute, UDP: 5 * time.Minute}); tm != want {
 		t.Errorf("timeouts %+v, want %+v", tm, want)
 	}
 	// Zero leaves a timeout as it is.
-	must(t, c.SetTimeouts(Timeouts{UDP: time.Minute}))
+	must(t, c.SetTimeouts(ipvs.Timeouts{UDP: time.Minute}))
 	if out := ipvsadm(t, ns, "-L", "--timeout"); !strings.Contains(out, "900 120 60") {
 		t.Errorf("ipvsadm -L --timeout: %q", out)
 	}
@@ -221,8 +227,8 @@ func TestKernelSyncDaemons(t *testing.T) {
 	c, ns := kernelClient(t)
 	peer := nstest.New(t, fmt.Sprintf("ipvsp-%d-%d", os.Getpid(), nsSeq.Add(1)))
 	nstest.Link(t, ns, peer, "sync0", "sync1", "10.9.0.1/24", "10.9.0.2/24")
-	master := SyncDaemon{State: SyncMaster, Interface: "sync0", SyncID: 51}
-	backup := SyncDaemon{State: SyncBackup, Interface: "sync0", SyncID: 52, MaxLen: 1400,
+	master := ipvs.SyncDaemon{State: ipvs.SyncMaster, Interface: "sync0", SyncID: 51}
+	backup := ipvs.SyncDaemon{State: ipvs.SyncBackup, Interface: "sync0", SyncID: 52, MaxLen: 1400,
 		Group: netip.MustParseAddr("239.1.2.3"), Port: 8900, TTL: 2}
 	must(t, c.StartSyncDaemon(master))
 	must(t, c.StartSyncDaemon(backup))
@@ -231,10 +237,10 @@ func TestKernelSyncDaemons(t *testing.T) {
 	}
 	got, err := c.SyncDaemons()
 	must(t, err)
-	slices.SortFunc(got, func(a, b SyncDaemon) int { return int(a.State) - int(b.State) })
+	slices.SortFunc(got, func(a, b ipvs.SyncDaemon) int { return int(a.State) - int(b.State) })
 	wantMaster := master
 	wantMaster.MaxLen, wantMaster.Group, wantMaster.Port, wantMaster.TTL = 1472, netip.MustParseAddr("224.0.0.81"), 8848, 1
-	if want := []SyncDaemon{wantMaster, backup}; !reflect.DeepEqual(got, want) {
+	if want := []ipvs.SyncDaemon{wantMaster, backup}; !reflect.DeepEqual(got, want) {
 		t.Errorf("daemons:\n got %+v\nwant %+v", got, want)
 	}
 	out := ipvsadm(t, ns, "-L", "--daemon")
@@ -243,19 +249,19 @@ func TestKernelSyncDaemons(t *testing.T) {
 			t.Errorf("ipvsadm -L --daemon lacks %q:\n%s", w, out)
 		}
 	}
-	must(t, c.StopSyncDaemon(SyncMaster))
+	must(t, c.StopSyncDaemon(ipvs.SyncMaster))
 	got, err = c.SyncDaemons()
 	must(t, err)
-	if len(got) != 1 || got[0].State != SyncBackup {
+	if len(got) != 1 || got[0].State != ipvs.SyncBackup {
 		t.Errorf("after stopping the master: %+v", got)
 	}
-	must(t, c.StopSyncDaemon(SyncBackup))
+	must(t, c.StopSyncDaemon(ipvs.SyncBackup))
 }
 
 func TestKernelApplyBatches(t *testing.T) {
 	c, ns := kernelClient(t)
 	want := bigTable(100, 10) // 1,100 operations: five batches
-	r := NewReconciler(c, nil)
+	r := ipvs.NewReconciler(c)
 	res, err := r.Sync(want)
 	must(t, err)
 	if len(res.Ops) != 1100 {
@@ -266,10 +272,10 @@ func TestKernelApplyBatches(t *testing.T) {
 	}
 	// One failure in a batch is reported, and the rest is done.
 	k := want.Keys()[0]
-	err = c.Apply([]Op{
-		{Kind: AddDest, Service: want[k].Service, Dest: Destination{Addr: netip.MustParseAddr("10.200.0.1"), Port: 80, Forward: Route, Weight: 1}},
-		{Kind: AddService, Service: want[k].Service},
-		{Kind: AddDest, Service: want[k].Service, Dest: Destination{Addr: netip.MustParseAddr("10.200.0.2"), Port: 80, Forward: Route, Weight: 1}},
+	err = c.Apply([]ipvs.Op{
+		{Kind: ipvs.AddDest, Service: want[k].Service, Dest: ipvs.Destination{Addr: netip.MustParseAddr("10.200.0.1"), Port: 80, Forward: ipvs.Route, Weight: 1}},
+		{Kind: ipvs.AddService, Service: want[k].Service},
+		{Kind: ipvs.AddDest, Service: want[k].Service, Dest: ipvs.Destination{Addr: netip.MustParseAddr("10.200.0.2"), Port: 80, Forward: ipvs.Route, Weight: 1}},
 	})
 	if err == nil || !strings.Contains(err.Error(), "add service "+k.String()+": service already exists") || strings.Count(err.Error(), "ipvs:") != 1 {
 		t.Errorf("error %v", err)
@@ -287,7 +293,7 @@ func TestKernelReconcilerIdempotentAndRepairs(t *testing.T) {
 
 	want := table(svc("192.0.2.1:80", "wrr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 2),
 		svc("192.0.2.1:443", "rr"), dest("10.0.0.1:443", 1))
-	r := NewReconciler(c, nil)
+	r := ipvs.NewReconciler(c)
 	_, err := r.Sync(want)
 	must(t, err)
 	all := []string{
@@ -309,7 +315,7 @@ func TestKernelReconcilerIdempotentAndRepairs(t *testing.T) {
 		t.Errorf("second sync: %q", kinds(res.Ops))
 	}
 	// A new reconciler (directord restarted) adopts the table as it is.
-	res, err = NewReconciler(c, nil).Sync(want)
+	res, err = ipvs.NewReconciler(c).Sync(want)
 	must(t, err)
 	if len(res.Ops) != 0 {
 		t.Errorf("adoption: %q", kinds(res.Ops))
@@ -333,7 +339,7 @@ func TestKernelReconcilerIdempotentAndRepairs(t *testing.T) {
 	checkSaved(t, ns, all...)
 
 	// A reload without the 443 service removes it, and nothing else.
-	delete(want, AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:443")))
+	delete(want, ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:443")))
 	_, err = r.Sync(want)
 	must(t, err)
 	checkSaved(t, ns, slices.Concat(all[:3], all[5:])...)

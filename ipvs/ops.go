@@ -93,6 +93,16 @@ func (o *Op) message() (genetlink.Message, error) {
 	return genetlink.Message{}, fmt.Errorf("unknown operation %d", o.Kind)
 }
 
+// Validate returns the error Apply reports for o without asking the
+// kernel (a value the request cannot carry: a negative weight, a
+// netmask too long), or nil.
+func (o *Op) Validate() error {
+	if _, err := o.message(); err != nil {
+		return &Error{Op: o.Kind.String(), Object: o.object(), Err: err}
+	}
+	return nil
+}
+
 // batchSize bounds the requests sent in one write: the kernel answers
 // each with an acknowledgement that must fit the socket's receive buffer
 // (a few hundred bytes of it each, whatever their length).

@@ -1,9 +1,6 @@
 package ipvs
 
-import (
-	"fmt"
-	"log/slog"
-)
+import "fmt"
 
 // Kernel is what the Reconciler needs of the kernel; *Client is one, and
 // tests use a table in memory.
@@ -27,18 +24,15 @@ type Kernel interface {
 // not disturbed.
 type Reconciler struct {
 	k     Kernel
-	log   *slog.Logger
 	have  Table // the kernel's services that we want or own
 	owned map[ServiceKey]bool
 	fresh bool // have is the kernel's table as far as we know
 }
 
-// NewReconciler returns a Reconciler over k; log may be nil.
-func NewReconciler(k Kernel, log *slog.Logger) *Reconciler {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Reconciler{k: k, log: log, owned: map[ServiceKey]bool{}}
+// NewReconciler returns a Reconciler over k. It logs nothing: its
+// caller logs the errors it returns, where it decides what to do.
+func NewReconciler(k Kernel) *Reconciler {
+	return &Reconciler{k: k, owned: map[ServiceKey]bool{}}
 }
 
 // Result says what a Sync did.
@@ -101,8 +95,9 @@ func (r *Reconciler) sync(diff func() []Op) (Result, error) {
 	}
 	err := r.k.Apply(res.Ops)
 	if err != nil {
+		// The caller logs the error, where it decides what to do about
+		// it; the next Sync reads the kernel's table again.
 		r.fresh = false
-		r.log.Warn("ipvs: some changes failed; the table will be read again", "ops", len(res.Ops), "error", err)
 		return res, err
 	}
 	for i := range res.Ops {

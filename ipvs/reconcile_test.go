@@ -1,93 +1,85 @@
-package ipvs
+package ipvs_test
 
 import (
-	"errors"
-	"fmt"
 	"net/netip"
 	"reflect"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/directord/directord/internal/ipvstest"
+	"github.com/directord/directord/ipvs"
 )
 
-// memKernel is a kernel table in memory that behaves as IPVS does for
-// the operations the reconciler sends.
-type memKernel struct {
-	t       Table
-	reads   int
-	applied []Op
-	fail    func(*Op) error
-}
-
-func (k *memKernel) Services() ([]Service, error) {
-	k.reads++
-	var out []Service
-	for _, key := range k.t.Keys() {
-		s := k.t[key].Service
-		s.Flags |= Hashed // as the kernel reports them
-		out = append(out, s)
+// kernel is a new fake kernel holding t.
+func kernel(t testing.TB, tab ipvs.Table) *ipvstest.Kernel {
+	t.Helper()
+	k := &ipvstest.Kernel{}
+	if err := k.Load(tab); err != nil {
+		t.Fatal(err)
 	}
-	return out, nil
+	return k
 }
 
-func (k *memKernel) Destinations(key ServiceKey) ([]Destination, error) {
-	vs, ok := k.t[key]
-	if !ok {
-		return nil, &Error{Op: "list destinations of", Object: key.String(), Err: errors.New("no such service")}
+// apply does ops behind the reconciler's back, as ipvsadm would.
+func apply(t testing.TB, k *ipvstest.Kernel, ops ...ipvs.Op) {
+	t.Helper()
+	if err := k.Apply(ops); err != nil {
+		t.Fatal(err)
 	}
-	return vs.SortedDests(), nil
 }
 
-func (k *memKernel) Apply(ops []Op) error {
-	var errs []error
-	for i := range ops {
-		o := &ops[i]
-		if k.fail != nil {
-			if err := k.fail(o); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+// busy is a kernel with traffic: its services and destinations report
+// counters, and a NAT destination on the director's own address as Local,
+// which the kernels of old did (Debian's 6.1 reports it as NAT,
+// internal/ipvstest's transcript).
+type busy struct{ *ipvstest.Kernel }
+
+func (k busy) Services() ([]ipvs.Service, error) {
+	ss, err := k.Kernel.Services()
+	for i := range ss {
+		ss[i].Stats = ipvs.Stats{Connections: 12345}
+	}
+	return ss, err
+}
+
+func (k busy) Destinations(key ipvs.ServiceKey) ([]ipvs.Destination, error) {
+	ds, err := k.Kernel.Destinations(key)
+	for i := range ds {
+		ds[i].ActiveConns, ds[i].Stats = 7, ipvs.Stats{BytesIn: 1 << 40}
+		if ds[i].Forward == ipvs.Masquerade && ds[i].Addr == key.Addr {
+			ds[i].Forward = ipvs.Local
 		}
-		_, exists := k.t[o.Service.ServiceKey]
-		switch {
-		case o.Kind == AddService && exists:
-			errs = append(errs, fmt.Errorf("%s: exists", o))
-			continue
-		case o.Kind != AddService && !exists:
-			errs = append(errs, fmt.Errorf("%s: no such service", o))
-			continue
-		}
-		k.applied = append(k.applied, *o)
-		k.t.Patch(o)
 	}
-	return errors.Join(errs...)
+	return ds, err
 }
 
-func svc(addr string, sched string) Service {
-	return Service{ServiceKey: AddrKey(TCP, netip.MustParseAddrPort(addr)), Scheduler: sched}
+func svc(addr string, sched string) ipvs.Service {
+	return ipvs.Service{ServiceKey: ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort(addr)), Scheduler: sched}
 }
 
-func dest(addr string, weight int32) Destination {
+func dest(addr string, weight int32) ipvs.Destination {
 	ap := netip.MustParseAddrPort(addr)
-	return Destination{Addr: ap.Addr(), Port: ap.Port(), Forward: Route, Weight: weight}
+	return ipvs.Destination{Addr: ap.Addr(), Port: ap.Port(), Forward: ipvs.Route, Weight: weight}
 }
 
 // table builds a Table from services and their destinations.
-func table(entries ...any) Table {
-	t := Table{}
-	var vs *VirtualService
+func table(entries ...any) ipvs.Table {
+	t := ipvs.Table{}
+	var vs *ipvs.VirtualService
 	for _, e := range entries {
 		switch e := e.(type) {
-		case Service:
+		case ipvs.Service:
 			vs = t.Add(e)
-		case Destination:
+		case ipvs.Destination:
 			vs.AddDest(e)
 		}
 	}
 	return t
 }
 
-func kinds(ops []Op) []string {
+func kinds(ops []ipvs.Op) []string {
 	var out []string
 	for _, o := range ops {
 		out = append(out, o.String())
@@ -96,8 +88,8 @@ func kinds(ops []Op) []string {
 }
 
 func TestSyncFromEmptyThenIdempotent(t *testing.T) {
-	k := &memKernel{t: Table{}}
-	r := NewReconciler(k, nil)
+	k := kernel(t, ipvs.Table{})
+	r := ipvs.NewReconciler(k)
 	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1),
 		svc("192.0.2.1:443", "wlc"), dest("10.0.0.1:443", 2))
 	res, err := r.Sync(want)
@@ -129,18 +121,16 @@ func TestSyncAdoptsAMatchingTable(t *testing.T) {
 	// What the kernel reports differs in ways that do not matter: counters,
 	// its own flags, the full netmask spelled out, Local for NAT.
 	s := svc("192.0.2.1:80", "wlc")
-	s.Flags, s.Timeout = Persistent, 5*time.Minute
-	ks := s
-	ks.Netmask, ks.Stats = 32, Stats{Connections: 12345}
+	s.Flags, s.Timeout = ipvs.Persistent, 5*time.Minute
 	nat := dest("192.0.2.1:8080", 1)
-	nat.Forward = Masquerade
-	knat := nat
-	knat.Forward, knat.ActiveConns = Local, 7
-	kd := dest("10.0.0.1:80", 3)
-	kd.ActiveConns, kd.Stats = 10, Stats{BytesIn: 1 << 40}
-	k := &memKernel{t: table(ks, kd, knat)}
-	r := NewReconciler(k, nil)
-	res, err := r.Sync(table(s, dest("10.0.0.1:80", 3), nat))
+	nat.Forward = ipvs.Masquerade
+	want := table(s, dest("10.0.0.1:80", 3), nat)
+	k := kernel(t, want)
+	if got := k.Table()[s.ServiceKey].Netmask; got != 32 {
+		t.Fatalf("the kernel reports netmask %d, want the whole address", got)
+	}
+	r := ipvs.NewReconciler(busy{k})
+	res, err := r.Sync(want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,42 +140,42 @@ func TestSyncAdoptsAMatchingTable(t *testing.T) {
 }
 
 func TestSyncChangesOnlyWhatDiffers(t *testing.T) {
-	base := func() Table {
+	base := func() ipvs.Table {
 		return table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1),
 			svc("192.0.2.1:443", "rr"), dest("10.0.0.1:443", 1))
 	}
 	tests := []struct {
 		name   string
-		change func(Table)
+		change func(ipvs.Table)
 		want   []string
 	}{
-		{"weight", func(t Table) {
-			t[AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:80"))].AddDest(dest("10.0.0.2:80", 0))
+		{"weight", func(t ipvs.Table) {
+			t[ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:80"))].AddDest(dest("10.0.0.2:80", 0))
 		}, []string{"edit destination 10.0.0.2:80 of TCP 192.0.2.1:80 (route, weight 0)"}},
-		{"scheduler keeps destinations", func(t Table) {
-			t[AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:443"))].Scheduler = "wlc"
+		{"scheduler keeps destinations", func(t ipvs.Table) {
+			t[ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:443"))].Scheduler = "wlc"
 		}, []string{"edit service TCP 192.0.2.1:443 (wlc)"}},
-		{"swap adds before it removes", func(t Table) {
-			vs := t[AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:443"))]
-			delete(vs.Dests, DestKey{netip.MustParseAddr("10.0.0.1"), 443})
+		{"swap adds before it removes", func(t ipvs.Table) {
+			vs := t[ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:443"))]
+			delete(vs.Dests, ipvs.DestKey{netip.MustParseAddr("10.0.0.1"), 443})
 			vs.AddDest(dest("10.0.0.3:443", 1))
 		}, []string{
 			"add destination 10.0.0.3:443 of TCP 192.0.2.1:443 (route, weight 1)",
 			"delete destination 10.0.0.1:443 of TCP 192.0.2.1:443",
 		}},
-		{"service gone", func(t Table) {
-			delete(t, AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:443")))
+		{"service gone", func(t ipvs.Table) {
+			delete(t, ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:443")))
 		}, []string{"delete service TCP 192.0.2.1:443"}},
-		{"threshold", func(t Table) {
+		{"threshold", func(t ipvs.Table) {
 			d := dest("10.0.0.1:80", 1)
 			d.UpperThreshold = 100
-			t[AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:80"))].AddDest(d)
+			t[ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:80"))].AddDest(d)
 		}, []string{"edit destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k := &memKernel{t: Table{}}
-			r := NewReconciler(k, nil)
+			k := kernel(t, ipvs.Table{})
+			r := ipvs.NewReconciler(k)
 			if _, err := r.Sync(base()); err != nil {
 				t.Fatal(err)
 			}
@@ -209,41 +199,41 @@ func TestSyncChangesOnlyWhatDiffers(t *testing.T) {
 
 func TestSyncLeavesOthersServicesAlone(t *testing.T) {
 	foreign := svc("198.51.100.1:25", "rr")
-	k := &memKernel{t: table(foreign, dest("10.9.9.9:25", 1))}
-	r := NewReconciler(k, nil)
+	k := kernel(t, table(foreign, dest("10.9.9.9:25", 1)))
+	r := ipvs.NewReconciler(k)
 	if _, err := r.Sync(table(svc("192.0.2.1:80", "rr"))); err != nil {
 		t.Fatal(err)
 	}
 	// A reload that drops our service deletes it, and only it.
-	res, err := r.Sync(Table{})
+	res, err := r.Sync(ipvs.Table{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := kinds(res.Ops); !reflect.DeepEqual(got, []string{"delete service TCP 192.0.2.1:80"}) {
 		t.Errorf("ops %q", got)
 	}
-	if _, ok := k.t[foreign.ServiceKey]; !ok || len(k.t) != 1 {
-		t.Errorf("kernel table %v: the foreign service must stay, alone", k.t.Keys())
+	if kt := k.Table(); kt[foreign.ServiceKey] == nil || len(kt) != 1 {
+		t.Errorf("kernel table %v: the foreign service must stay, alone", kt.Keys())
 	}
 	// Once deleted, it is no longer ours: someone may add it by hand.
-	k.t.Add(svc("192.0.2.1:80", "wrr"))
+	apply(t, k, ipvs.Op{Kind: ipvs.AddService, Service: svc("192.0.2.1:80", "wrr")})
 	r.Invalidate()
-	if res, _ := r.Sync(Table{}); len(res.Ops) != 0 {
+	if res, _ := r.Sync(ipvs.Table{}); len(res.Ops) != 0 {
 		t.Errorf("touched a service no longer ours: %q", kinds(res.Ops))
 	}
 }
 
 func TestSyncRepairsOutOfBandChangesAfterInvalidate(t *testing.T) {
-	k := &memKernel{t: Table{}}
-	r := NewReconciler(k, nil)
+	k := kernel(t, ipvs.Table{})
+	r := ipvs.NewReconciler(k)
 	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1))
 	if _, err := r.Sync(want); err != nil {
 		t.Fatal(err)
 	}
 	// ipvsadm -d, and -e on another.
-	vs := k.t[AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:80"))]
-	delete(vs.Dests, DestKey{netip.MustParseAddr("10.0.0.1"), 80})
-	vs.AddDest(dest("10.0.0.2:80", 9))
+	s := want.Keys()[0]
+	apply(t, k, ipvs.Op{Kind: ipvs.DelDest, Service: want[s].Service, Dest: dest("10.0.0.1:80", 1)},
+		ipvs.Op{Kind: ipvs.EditDest, Service: want[s].Service, Dest: dest("10.0.0.2:80", 9)})
 	res, _ := r.Sync(want)
 	if len(res.Ops) != 0 {
 		t.Fatalf("without a read the change is not seen, yet got %q", kinds(res.Ops))
@@ -263,15 +253,15 @@ func TestSyncRepairsOutOfBandChangesAfterInvalidate(t *testing.T) {
 }
 
 func TestSyncAfterAFailureReadsAgainAndFinishes(t *testing.T) {
-	k := &memKernel{t: Table{}}
+	k := kernel(t, ipvs.Table{})
 	broken := true
-	k.fail = func(o *Op) error {
-		if broken && o.Kind == AddDest && o.Dest.Addr == netip.MustParseAddr("10.0.0.2") {
-			return errors.New("out of memory")
+	k.SetFail(func(o *ipvs.Op) syscall.Errno {
+		if broken && o.Kind == ipvs.AddDest && o.Dest.Addr == netip.MustParseAddr("10.0.0.2") {
+			return syscall.ENOMEM
 		}
-		return nil
-	}
-	r := NewReconciler(k, nil)
+		return 0
+	})
+	r := ipvs.NewReconciler(k)
 	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1))
 	if _, err := r.Sync(want); err == nil {
 		t.Fatal("no error")
@@ -287,14 +277,14 @@ func TestSyncAfterAFailureReadsAgainAndFinishes(t *testing.T) {
 }
 
 // bigTable is n services of m DR destinations each.
-func bigTable(n, m int) Table {
-	t := Table{}
+func bigTable(n, m int) ipvs.Table {
+	t := ipvs.Table{}
 	for i := range n {
-		vs := t.Add(Service{ServiceKey: AddrKey(TCP, netip.AddrPortFrom(
+		vs := t.Add(ipvs.Service{ServiceKey: ipvs.AddrKey(ipvs.TCP, netip.AddrPortFrom(
 			netip.AddrFrom4([4]byte{10, 255, byte(i >> 8), byte(i)}), 80)), Scheduler: "wrr"})
 		for j := range m {
-			vs.AddDest(Destination{Addr: netip.AddrFrom4([4]byte{10, byte(j), byte(i >> 8), byte(i)}),
-				Port: 80, Forward: Route, Weight: 100})
+			vs.AddDest(ipvs.Destination{Addr: netip.AddrFrom4([4]byte{10, byte(j), byte(i >> 8), byte(i)}),
+				Port: 80, Forward: ipvs.Route, Weight: 100})
 		}
 	}
 	return t
@@ -302,8 +292,8 @@ func bigTable(n, m int) Table {
 
 func TestDiffOfOneChangeInABigTable(t *testing.T) {
 	want := bigTable(1000, 10)
-	k := &memKernel{t: Table{}}
-	r := NewReconciler(k, nil)
+	k := kernel(t, ipvs.Table{})
+	r := ipvs.NewReconciler(k)
 	if res, err := r.Sync(want); err != nil || len(res.Ops) != 11000 {
 		t.Fatalf("%v, %d ops", err, len(res.Ops))
 	}
@@ -312,27 +302,27 @@ func TestDiffOfOneChangeInABigTable(t *testing.T) {
 	d.Weight = 0
 	want[key].AddDest(d)
 	res, err := r.Sync(want)
-	if err != nil || len(res.Ops) != 1 || res.Ops[0].Kind != EditDest || res.Ops[0].Dest != d {
+	if err != nil || len(res.Ops) != 1 || res.Ops[0].Kind != ipvs.EditDest || res.Ops[0].Dest != d {
 		t.Fatalf("%v, %q", err, kinds(res.Ops))
 	}
-	if slices.ContainsFunc(k.applied[11000:], func(o Op) bool { return o.Kind != EditDest }) {
+	if slices.ContainsFunc(k.Applied()[11000:], func(o ipvs.Op) bool { return o.Kind != ipvs.EditDest }) {
 		t.Error("more than the edit reached the kernel")
 	}
 }
 
 func TestSyncServicesTouchesOnlyThem(t *testing.T) {
-	k := &memKernel{t: Table{}}
-	r := NewReconciler(k, nil)
+	k := kernel(t, ipvs.Table{})
+	r := ipvs.NewReconciler(k)
 	want := table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1),
 		svc("192.0.2.1:443", "rr"), dest("10.0.0.1:443", 1))
 	if _, err := r.Sync(want); err != nil {
 		t.Fatal(err)
 	}
-	k80 := AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:80"))
-	k443 := AddrKey(TCP, netip.MustParseAddrPort("192.0.2.1:443"))
+	k80 := ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:80"))
+	k443 := ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:443"))
 	want[k80].AddDest(dest("10.0.0.1:80", 5))
 	want[k443].AddDest(dest("10.0.0.1:443", 5))
-	res, err := r.SyncServices(want, []ServiceKey{k80})
+	res, err := r.SyncServices(want, []ipvs.ServiceKey{k80})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +331,7 @@ func TestSyncServicesTouchesOnlyThem(t *testing.T) {
 	}
 	// A key want lacks: its service goes, being ours.
 	delete(want, k443)
-	res, err = r.SyncServices(want, []ServiceKey{k443})
+	res, err = r.SyncServices(want, []ipvs.ServiceKey{k443})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,8 +349,8 @@ func TestSyncServicesTouchesOnlyThem(t *testing.T) {
 // kernel's share is measured in the guest, integration/ipvs).
 func BenchmarkSyncOneChange(b *testing.B) {
 	want := bigTable(1000, 10)
-	k := &memKernel{t: Table{}}
-	r := NewReconciler(k, nil)
+	k := kernel(b, ipvs.Table{})
+	r := ipvs.NewReconciler(k)
 	if _, err := r.Sync(want); err != nil {
 		b.Fatal(err)
 	}
@@ -380,13 +370,13 @@ func BenchmarkSyncOneChange(b *testing.B) {
 // which diffs the changed service alone.
 func BenchmarkSyncServicesOneChange(b *testing.B) {
 	want := bigTable(1000, 10)
-	k := &memKernel{t: Table{}}
-	r := NewReconciler(k, nil)
+	k := kernel(b, ipvs.Table{})
+	r := ipvs.NewReconciler(k)
 	if _, err := r.Sync(want); err != nil {
 		b.Fatal(err)
 	}
 	key := want.Keys()[500]
-	keys := []ServiceKey{key}
+	keys := []ipvs.ServiceKey{key}
 	d := want[key].SortedDests()[3]
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

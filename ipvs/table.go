@@ -92,7 +92,9 @@ func fullMask(f Family, bits int) int {
 }
 
 // sameDest tells whether the kernel's destination has the wanted settings.
-// The kernel reports a NAT destination on a local address as Local.
+// Local is taken for NAT, as kernels of old reported a NAT destination on a
+// local address; Linux 6.1 reports it as NAT (internal/ipvstest's
+// transcript).
 func sameDest(want, have *Destination) bool {
 	fwd := want.Forward == have.Forward || (want.Forward == Masquerade && have.Forward == Local)
 	tun := want.Forward != Tunnel || (want.TunnelType == have.TunnelType &&

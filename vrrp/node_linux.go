@@ -225,7 +225,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	if ci.UnicastFaultNoPeer && !unicast {
 		// keepalived: no peers and unicast_fault_no_peer is FAULT, not
 		// multicast.
-		n.log.Warn("vrrp instance has no unicast peer: FAULT (unicast_fault_no_peer)", "instance", ci.Name)
+		n.log.Warn("vrrp instance has no unicast peer: FAULT (unicast_fault_no_peer)", "instance", ci.Name, "vrid", ci.VRID)
 		unicast = true
 	}
 	if unicast {
@@ -266,13 +266,13 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		in.primary = ci.MCastSrcIP
 	default:
 		if in.primary, err = PrimaryAddr(s.conn.Interface(), ipv6); err != nil {
-			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
+			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
 	if unicast && (ci.UnicastSrcIP.IsValid() || ci.MCastSrcIP.IsValid()) && srcAbsent(in.primary) {
 		in.srcMissing = true
-		n.log.Warn("vrrp source address is not on this host: the instance stays in FAULT, as keepalived's does",
-			"instance", ci.Name, "src", in.primary)
+		in.logger().Warn("vrrp source address is not on this host: the instance stays in FAULT, as keepalived's does",
+			"src", in.primary)
 	}
 	if unicast {
 		// One configuration often serves both peers: our own address in
@@ -313,7 +313,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		ifi, err := net.InterfaceByName(dev)
 		if err != nil {
 			in.closeAnnouncers()
-			return nil, fmt.Errorf("instance %s: interface %s: %w", ci.Name, dev, err)
+			return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, dev, err)
 		}
 		v4, v6 := false, false
 		for _, a := range addrs {
@@ -322,7 +322,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		if in.anns[dev], err = NewAnnouncer(ifi, v4, v6, pace); err != nil {
 			delete(in.anns, dev)
 			in.closeAnnouncers()
-			return nil, fmt.Errorf("instance %s: %w", ci.Name, err)
+			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
 	in.params = Params{
@@ -487,7 +487,7 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 		if ni.ah != nil && oi.ah != nil {
 			ni.ah.Carry(oi.ah)
 		}
-		n.log.Info("vrrp reload: instance resumes", "instance", ni.cfg.Name, "vrid", ni.cfg.VRID,
+		ni.logger().Info("vrrp reload: instance resumes",
 			"state", c.State.String(), "change", p.Change.String(), "what", p.What)
 	}
 	// A sync group whose members all resumed in one state is in it: no
@@ -526,7 +526,7 @@ func (in *instance) takeOver(old *instance) bool {
 			continue
 		}
 		if err := in.node.addrs.Add(dev, v); err != nil {
-			in.node.log.Error("vrrp address", "instance", in.cfg.Name, "err", err)
+			in.logger().Error("vrrp address", "err", err)
 		}
 		added = true
 	}
@@ -542,7 +542,7 @@ func (in *instance) takeOver(old *instance) bool {
 			continue
 		}
 		if err := in.node.routes.Add(r, in.cfg.Interface); err != nil {
-			in.node.log.Error("vrrp route", "instance", in.cfg.Name, "err", err)
+			in.logger().Error("vrrp route", "err", err)
 		}
 	}
 	in.takeRules(old)
@@ -693,8 +693,8 @@ func (n *Node) read(s *sock) {
 		if reason != DropNone {
 			in.drops[reason].Add(1)
 			if reason == DropAddrs {
-				in.node.log.Info("vrrp advert with other addresses dropped", "instance", in.cfg.Name,
-					"vrid", in.cfg.VRID, "src", r.Src, "count", len(a.Addrs), "want", len(e.Addrs))
+				in.logger().Info("vrrp advert with other addresses dropped",
+					"src", r.Src, "count", len(a.Addrs), "want", len(e.Addrs))
 			}
 			continue
 		}
@@ -705,9 +705,9 @@ func (n *Node) read(s *sock) {
 			in.advSrc = r.Src
 		}
 		if a.Priority == 255 && in.params.Priority == 255 && !in.ownerClash.Swap(true) {
-			in.node.log.Error("vrrp: this instance and another router are both the address owner (priority 255): "+
+			in.logger().Error("vrrp: this instance and another router are both the address owner (priority 255): "+
 				"this one drops to priority 254, as keepalived does; fix the configuration",
-				"instance", in.cfg.Name, "vrid", in.cfg.VRID, "src", r.Src)
+				"src", r.Src)
 		}
 		in.received.Add(1)
 		in.drv.Receive(&a, r.Src)
@@ -741,7 +741,7 @@ func (in *instance) SendAdvert(prio uint8) {
 			err = in.sock.conn.Write(b, in.primary, dst)
 		}
 		if err != nil {
-			in.node.log.Warn("vrrp send", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "dst", dst, "err", err)
+			in.logger().Warn("vrrp send", "dst", dst, "err", err)
 			continue
 		}
 		in.sent.Add(1)
@@ -753,7 +753,7 @@ func (in *instance) SendGARP(n int) {
 	select {
 	case in.garps <- n:
 	default:
-		in.node.log.Warn("vrrp announce queue full: burst dropped", "instance", in.cfg.Name)
+		in.logger().Warn("vrrp announce queue full: burst dropped")
 	}
 }
 
@@ -769,7 +769,7 @@ func (in *instance) announce(done chan<- struct{}) {
 			}
 			for dev, ann := range in.anns {
 				if err := ann.Announce(in.annAddrs[dev]); err != nil {
-					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+					in.logger().Warn("vrrp announce", "err", err)
 				}
 			}
 		}
@@ -781,7 +781,7 @@ func (in *instance) announce(done chan<- struct{}) {
 func (in *instance) Transition(from, to State) {
 	in.transitions.Add(1)
 	in.since.Store(time.Now().UnixNano())
-	in.node.log.Info("vrrp transition", "instance", in.cfg.Name, "vrid", in.cfg.VRID, "from", from.String(), "to", to.String())
+	in.logger().Info("vrrp transition", "from", from.String(), "to", to.String())
 	in.state.Store(uint32(to))
 	if f := in.node.observe.Load(); f != nil {
 		(*f)(Event{Instance: in.cfg.Name, VRID: uint8(in.cfg.VRID), From: from, To: to})
@@ -828,7 +828,7 @@ func (in *instance) addresses(on bool) {
 			err = in.node.addrs.Remove(dev, v)
 		}
 		if err != nil {
-			in.node.log.Error("vrrp address", "instance", in.cfg.Name, "err", err)
+			in.logger().Error("vrrp address", "err", err)
 		}
 	}
 }
@@ -843,7 +843,7 @@ func (in *instance) installRoutes(on bool) {
 			err = in.node.routes.Remove(r)
 		}
 		if err != nil {
-			in.node.log.Error("vrrp route", "instance", in.cfg.Name, "err", err)
+			in.logger().Error("vrrp route", "err", err)
 		}
 	}
 }

@@ -143,8 +143,7 @@ func RunGuardian(r io.Reader, h *netlink.Handle, log *slog.Logger) error {
 		if err != nil {
 			// Not a death: a guardian that cannot follow the daemon
 			// must not act for it. The daemon restarts one that ends.
-			log.Error("guardian: cannot read the daemon's messages; leaving without acting", "err", err)
-			return err
+			return fmt.Errorf("guardian: cannot read the daemon's messages, leaving without acting: %w", err)
 		}
 		if m.Bye {
 			return nil

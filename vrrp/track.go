@@ -50,22 +50,27 @@ type Tracked struct {
 // Effective computes an instance's priority and fault from its configured
 // priority and what it tracks: a weight 0 entry that is down (up, when
 // reversed) puts the instance in fault; a positive weight is added while
-// the entry is up, a negative one while it is down (the other way round when
-// reversed). The result stays within 1-254; the address owner (255) is not
+// the entry is up, a negative one while it is down, negated when reversed
+// (keepalived's weight_multiplier of -1: a reversed weight 10 takes 10
+// from an instance whose interface is up, and nothing while it is down).
+// The result stays within 1-254; the address owner (255) is not
 // adjusted, but can still be put in fault.
 func Effective(priority uint8, tracked []Tracked) (uint8, bool) {
 	p := int(priority)
 	fault := false
 	for _, t := range tracked {
-		up := t.Good != t.Reverse
-		switch {
-		case t.Weight == 0:
-			if !up {
+		if t.Weight == 0 {
+			if t.Good == t.Reverse {
 				fault = true
 			}
-		case t.Weight > 0 && up:
-			p += t.Weight
-		case t.Weight < 0 && !up:
+			continue
+		}
+		if (t.Weight > 0) != t.Good {
+			continue
+		}
+		if t.Reverse {
+			p -= t.Weight
+		} else {
 			p += t.Weight
 		}
 	}

@@ -40,7 +40,13 @@ func TestEffective(t *testing.T) {
 		{"positive down", 100, []Tracked{{Weight: 20, Good: false}}, 100, false},
 		{"negative down", 100, []Tracked{{Weight: -60, Good: false}}, 40, false},
 		{"negative up", 100, []Tracked{{Weight: -60, Good: true}}, 100, false},
-		{"negative reverse up", 100, []Tracked{{Weight: -60, Reverse: true, Good: true}}, 40, false},
+		// Reversed weights are negated, as keepalived 2.2.7 does it
+		// (measured: track_interface { IF weight 10 reverse } with IF up
+		// takes priority 100 to 90).
+		{"positive reverse up", 100, []Tracked{{Weight: 10, Reverse: true, Good: true}}, 90, false},
+		{"positive reverse down", 100, []Tracked{{Weight: 10, Reverse: true, Good: false}}, 100, false},
+		{"negative reverse up", 100, []Tracked{{Weight: -60, Reverse: true, Good: true}}, 100, false},
+		{"negative reverse down", 100, []Tracked{{Weight: -60, Reverse: true, Good: false}}, 160, false},
 		{"sum", 100, []Tracked{{Weight: 20, Good: true}, {Weight: -30, Good: false}, {Weight: 5, Good: true}}, 95, false},
 		{"clamp high", 250, []Tracked{{Weight: 50, Good: true}}, 254, false},
 		{"clamp low", 10, []Tracked{{Weight: -253, Good: false}}, 1, false},

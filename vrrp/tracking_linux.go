@@ -27,11 +27,12 @@ type tracking struct {
 	links    map[string]bool // interface name: up
 	watch    *linkWatch      // in the instances' namespace
 	files    *fileWatch      // the track_files (trackfile_linux.go); nil if none
+	procs    *procWatch      // the vrrp_track_processes (trackproc_linux.go); nil if none
 	h        *netlink.Handle
 }
 
 // close ends the link subscription; it may be called more than once.
-func (t *tracking) close() { t.watch.Close(); t.files.close() }
+func (t *tracking) close() { t.watch.Close(); t.files.close(); t.procs.close() }
 
 type trackedScript struct {
 	cfg   *config.VRRPScript
@@ -57,7 +58,7 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 					// found) is tracked by no one, rather than failing.
 					if !warned[s.Name] {
 						warned[s.Name] = true
-						n.log.Warn("vrrp_script disabled: no instance tracks it", "script", s.Name, "reason", p.Disabled.Error())
+						n.log.Warn("vrrp_script disabled: no instance tracks it", "vrrp_script", s.Name, "reason", p.Disabled.Error())
 					}
 					continue
 				}
@@ -75,10 +76,18 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	if t.files, err = newFileWatch(cfg, trackedFiles(cfg), n.log); err != nil {
 		return nil, err
 	}
+	t.procs = newProcWatch(trackedProcesses(cfg), &cfg.Global, n.log, func(changes []ProcChange) {
+		for _, c := range changes {
+			// keepalived: "Quorum gained/lost for tracked process NAME".
+			n.log.Info("vrrp tracked process", "track_process", c.Name, "quorum_up", c.Up, "processes", c.Count)
+		}
+		n.retrack(time.Now())
+	})
 	// Subscribed before the links are read: a change in between is not
 	// lost. This thread is in the instances' namespace (NewNode's rule).
 	if t.watch, err = openLinkWatch(); err != nil {
 		t.files.close()
+		t.procs.close()
 		return nil, err
 	}
 	links, err := h.LinkList()
@@ -121,6 +130,10 @@ func (t *tracking) run(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); t.files.run(ctx, func() { t.node.retrack(time.Now()) }) }()
 	}
+	if t.procs != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); t.procs.run(ctx) }()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -162,7 +175,7 @@ func (t *tracking) runScript(ctx context.Context, s *trackedScript) {
 		good := s.check.Good()
 		t.mu.Unlock()
 		if changed {
-			t.node.log.Info("vrrp_script", "script", s.cfg.Name, "good", good, "exit", res.ExitCode, "err", res.Err)
+			t.node.log.Info("vrrp_script", "vrrp_script", s.cfg.Name, "good", good, "exit", res.ExitCode, "err", res.Err)
 			t.node.retrack(time.Now())
 		}
 		select {
@@ -199,6 +212,7 @@ func (t *tracking) effective(in *instance) (uint8, bool) {
 	}
 	list = append(list, t.fileEntries(in)...)
 	list = append(list, in.routingLinks(t.links)...)
+	list = append(list, t.processEntries(in)...)
 	if !in.cfg.DontTrackPrimary && in.cfg.Interface != "" {
 		list = append(list, Tracked{Good: t.links[in.cfg.Interface]})
 	}
@@ -249,8 +263,8 @@ func (in *instance) notify(from, to State, prio uint8) {
 	if in.cfg.SMTPAlert {
 		t.alerts.Instance(in.cfg.Name, state)
 	}
-	for _, c := range script.Notify(&in.cfg.Notify, "INSTANCE", in.cfg.Name, state, int(prio)) {
-		t.queue.Submit(script.Job{Key: "instance " + in.cfg.Name, Kind: "vrrp", Runner: t.runner, Script: c.Script, Args: c.Args})
+	for _, j := range script.NotifyJobs(t.runner, &in.cfg.Notify, "INSTANCE", in.cfg.Name, state, int(prio)) {
+		t.queue.Submit(j)
 	}
 	in.node.fifoInstance(in.cfg.Name, state, int(prio))
 }
@@ -295,8 +309,8 @@ func (in *instance) groupNotify(to State) {
 	if g.group.SMTPAlert {
 		t.alerts.Group(g.group.Name, notifyState(to))
 	}
-	for _, c := range script.Notify(&g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
-		t.queue.Submit(script.Job{Key: "group " + g.group.Name, Kind: "sync_group", Runner: t.runner, Script: c.Script, Args: c.Args})
+	for _, j := range script.NotifyJobs(t.runner, &g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
+		t.queue.Submit(j)
 	}
 	in.node.fifoGroup(g.group.Name, notifyState(to))
 }

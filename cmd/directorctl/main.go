@@ -49,6 +49,10 @@ Commands:
                      while a peer is master; waits for the peer and says how
                      long it took; holds across reloads until resume
   resume [NAME]      let the instance compete again at its own priority
+  drain-director     withdraw every BGP route of this director (bgp block):
+                     the addresses stay on lo, what still arrives is served;
+                     returns once withdrawn; holds across reloads
+  undrain-director   announce again what this director can serve
   help               print this help
 
 An IPv6 real server is written [ADDR]:PORT.
@@ -146,6 +150,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, errors.New("reload takes no argument"))
 		}
 		return reload(ctx, c, o, stdout, stderr)
+	case "drain-director", "undrain-director":
+		if len(rest) > 0 {
+			return usageError(stderr, fmt.Errorf("%s takes no argument", cmd))
+		}
+		on := cmd == "drain-director"
+		if err := c.DrainDirector(ctx, on); err != nil {
+			return fail(stderr, fmt.Errorf("%s: %w", cmd, err))
+		}
+		switch {
+		case o.json:
+			return printJSON(stdout, stderr, struct {
+				Drained bool `json:"drained"`
+			}{on})
+		case on:
+			fmt.Fprintln(stdout, "drained: every BGP route of this director is withdrawn; its addresses stay and what still arrives is served.\n"+
+				"It stays drained, across reloads, until: directorctl undrain-director")
+		default:
+			fmt.Fprintln(stdout, "undrained: what this director can serve is announced again.")
+		}
+		return exitOK
 	case "handover", "resume":
 		if len(rest) > 1 {
 			return usageError(stderr, fmt.Errorf("%s takes at most one VRRP instance", cmd))

@@ -49,6 +49,13 @@ func (f *fakeDirectord) Reload() control.Reload {
 	return f.reload
 }
 
+func (f *fakeDirectord) DrainDirector(_ context.Context, on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drained["director"] = on
+	return nil
+}
+
 func (f *fakeDirectord) isDrained(real string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -144,6 +151,13 @@ func sampleStatus() control.Status {
 		}},
 		Drained: []string{"10.0.0.2:443"},
 		IPVS:    control.IPVS{Operations: 12, Errors: 1, LastSync: t0.Add(2*time.Hour - 10*time.Second)},
+		BGP: &control.BGP{LocalAS: 65010, RouterID: "10.0.0.11",
+			Neighbors: []control.BGPNeighbor{
+				{Address: "10.0.0.1", RemoteAS: 65000, State: "established", Since: t0, BFD: "up", PrefixesSent: 1},
+				{Address: "10.0.0.2", RemoteAS: 65000, State: "active"}},
+			Addresses: []control.BGPAddress{
+				{Prefix: "192.0.2.1/32", Announced: true, Reason: "serving", Detail: "every virtual server of the address is programmed and has quorum", Dev: "lo", Since: t0.Add(time.Hour)},
+				{Prefix: "192.0.2.2/32", Reason: "no-quorum", Detail: "TCP 192.0.2.2:80 has no quorum", Dev: "lo"}}},
 	}
 }
 
@@ -192,6 +206,11 @@ func TestCommands(t *testing.T) {
 		{name: "drain bad address", args: []string{"drain", "10.0.0.2"}, wantCode: 2,
 			wantErr: []string{`directorctl: drain: "10.0.0.2" is not ADDR:PORT ([ADDR]:PORT for IPv6)`, "Usage: directorctl"}},
 		{name: "drain without address", args: []string{"drain"}, wantCode: 2, wantErr: []string{"drain takes one real server"}},
+		{name: "drain-director", args: []string{"drain-director"}, wantOut: []string{"drained: every BGP route of this director is withdrawn", "until: directorctl undrain-director"},
+			wantDrains: map[string]bool{"director": true}},
+		{name: "undrain-director", args: []string{"undrain-director"}, wantOut: []string{"undrained: what this director can serve is announced again"},
+			wantDrains: map[string]bool{"director": false}},
+		{name: "drain-director with argument", args: []string{"drain-director", "x"}, wantCode: 2, wantErr: []string{"drain-director takes no argument"}},
 		{name: "reload OK", args: []string{"reload"}, wantOut: []string{"reload OK"}},
 		{name: "reload failed", args: []string{"reload"}, reload: &control.Reload{At: t0, Error: badConfig}, wantCode: 1,
 			wantErr: []string{"directorctl: reload failed: " + badConfig, "goes on with the configuration it was running"}},
@@ -312,6 +331,12 @@ func TestWriteStatus(t *testing.T) {
 		{name: "drained real", keys: []string{"10.0.0.2:443", "SSL_GET"}, want: strings.Fields("10.0.0.2:443 drained (up) 1→0 SSL_GET up 1s ago 900µs")},
 		{name: "down, not in the kernel", keys: []string{"10.0.1.1:80"}, want: strings.Fields("10.0.1.1:80 down 1→absent TCP_CHECK down 3s ago 300µs connection refused")},
 		{name: "not checked yet", keys: []string{"10.0.1.2:80"}, want: strings.Fields("10.0.1.2:80 down 2→0 HTTP_GET pending -")},
+		{name: "bgp", keys: []string{"BGP:"}, want: strings.Fields("BGP: AS 65010, router_id 10.0.0.11")},
+		{name: "bgp neighbor header", keys: []string{"NEIGHBOR"}, want: strings.Fields("NEIGHBOR AS STATE UP BFD SENT")},
+		{name: "bgp neighbor", keys: []string{"10.0.0.1 "}, want: strings.Fields("10.0.0.1 65000 established 2h0m ago up 1")},
+		{name: "bgp neighbor down", keys: []string{"10.0.0.2 "}, want: strings.Fields("10.0.0.2 65000 active - - 0")},
+		{name: "announced", keys: []string{"192.0.2.1/32"}, want: strings.Fields("192.0.2.1/32 yes 1h0m ago lo serving: every virtual server of the address is programmed and has quorum")},
+		{name: "not announced", keys: []string{"192.0.2.2/32"}, want: strings.Fields("192.0.2.2/32 NO - lo no-quorum: TCP 192.0.2.2:80 has no quorum")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

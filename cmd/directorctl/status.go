@@ -94,6 +94,34 @@ func writeStatus(w io.Writer, st control.Status, now time.Time) error {
 		}
 		table(&b, "    ", rows)
 	}
+	if g := st.BGP; g != nil {
+		drained := ""
+		if g.Drained {
+			drained = ", DRAINED (directorctl undrain-director)"
+		}
+		p("\nBGP: AS %d, router_id %s%s\n", g.LocalAS, g.RouterID, drained)
+		rows := [][]string{{"NEIGHBOR", "AS", "STATE", "UP", "BFD", "SENT"}}
+		for _, n := range g.Neighbors {
+			up := "-"
+			if !n.Since.IsZero() {
+				up = ago(n.Since, now)
+			}
+			rows = append(rows, []string{n.Address, fmt.Sprint(n.RemoteAS), n.State, up, orDash(n.BFD), fmt.Sprint(n.PrefixesSent)})
+		}
+		table(&b, "  ", rows)
+		if len(g.Addresses) > 0 {
+			p("\n")
+			rows = [][]string{{"ADDRESS", "ANNOUNCED", "SINCE", "DEV", "REASON"}}
+			for _, a := range g.Addresses {
+				since := "-"
+				if !a.Since.IsZero() {
+					since = ago(a.Since, now)
+				}
+				rows = append(rows, []string{a.Prefix, map[bool]string{true: "yes", false: "NO"}[a.Announced], since, orDash(a.Dev), a.Reason + ": " + a.Detail})
+			}
+			table(&b, "  ", rows)
+		}
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -100,6 +100,12 @@ type daemon struct {
 	// global_defs' e-mail settings; mailKey is those settings.
 	mailer  *alert.Mailer
 	mailKey string
+
+	// bgp is the speaker of global_defs' bgp block, nil without one; read
+	// without d.mu by the data plane's and VRRP's callbacks. bgpDrained is
+	// drain-director, kept across a reload that restarts the speaker.
+	bgp        atomic.Pointer[bgpRun]
+	bgpDrained atomic.Bool
 }
 
 // alerts is the Mailer for cfg's e-mail settings: the daemon's own while
@@ -163,13 +169,16 @@ func vrrpKey(cfg *config.Config) string {
 	groups := slices.SortedFunc(slices.Values(cfg.SyncGroups), func(a, b *config.SyncGroup) int { return strings.Compare(a.Name, b.Name) })
 	insts := slices.SortedFunc(slices.Values(cfg.Instances), func(a, b *config.Instance) int { return strings.Compare(a.Name, b.Name) })
 	files := slices.SortedFunc(slices.Values(cfg.TrackFiles), func(a, b *config.TrackFile) int { return strings.Compare(a.Name, b.Name) })
+	// Not sorted: the first of a name is the one tracked.
+	procs := cfg.TrackProcesses
 	return config.Canonical(struct {
-		G          config.Global
-		Scripts    []*config.VRRPScript
-		SyncGroups []*config.SyncGroup
-		Instances  []*config.Instance
-		TrackFiles []*config.TrackFile
-	}{g, scripts, groups, insts, files})
+		G              config.Global
+		Scripts        []*config.VRRPScript
+		SyncGroups     []*config.SyncGroup
+		Instances      []*config.Instance
+		TrackFiles     []*config.TrackFile
+		TrackProcesses []*config.TrackProcess
+	}{g, scripts, groups, insts, files, procs})
 }
 
 // scriptsStopWait bounds the wait at stop for the notify scripts still
@@ -305,6 +314,15 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 // start runs a configuration: the IPVS side first, so that a master's
 // traffic finds its virtual servers.
 func (d *daemon) start(cfg *config.Config) error {
+	if cfg.Global.BGP != nil {
+		// First, so that its sessions come up while the rest starts;
+		// nothing is announced before the data plane says it serves.
+		b, err := startBGP(cfg, false, d.log)
+		if err != nil {
+			return err
+		}
+		d.bgp.Store(b)
+	}
 	if d.runLVS(cfg) {
 		if err := d.startLVS(cfg); err != nil {
 			return err
@@ -338,6 +356,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 	}
 	lvs.FIFO = d.writeLVS
 	lvs.Alerts = d.alerts(cfg)
+	lvs.OnServing = d.bgpServing
 	for _, w := range ipvsAdvice(os.ReadFile) {
 		d.log.Warn(w)
 	}
@@ -359,7 +378,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 	if d.node != nil {
 		// VRRP runs already (a reload added virtual servers): the sync
 		// daemons start from its instances' present state.
-		d.node.Observe(lvs.Observe)
+		d.node.Observe(d.vrrpObserver(lvs))
 		if st, err := d.node.Status(context.Background()); err == nil {
 			for _, s := range st {
 				lvs.Observe(vrrp.Event{Instance: s.Name, To: s.State})
@@ -477,7 +496,7 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 	node, err := vrrp.NewNode(cfg, h, d.log)
 	if err != nil {
 		h.Close()
-		return nil, nil, fmt.Errorf("vrrp: %w", err)
+		return nil, nil, err // vrrp.NewNode says "vrrp: ..." itself
 	}
 	if d.scripts != nil {
 		node.ShareScripts(d.scripts)
@@ -488,9 +507,7 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 }
 
 func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle) {
-	if d.lvs != nil {
-		node.Observe(d.lvs.Observe)
-	}
+	node.Observe(d.vrrpObserver(d.lvs))
 	if d.guard == nil {
 		g, err := startGuardian(d.o, d.log)
 		if err != nil {
@@ -506,6 +523,7 @@ func (d *daemon) runNode(cfg *config.Config, node *vrrp.Node, h *netlink.Handle)
 	d.reYield(node) // before it runs: its instances start handed over
 	go func() { done <- node.Run(ctx); h.Close() }()
 	d.node, d.nodeStop, d.nodeDone, d.nodeKey = node, cancel, done, d.nodeKeyOf(cfg)
+	d.seedBGP()
 }
 
 // stopNode stops VRRP cleanly: priority 0 adverts, addresses removed.
@@ -528,6 +546,12 @@ func (d *daemon) shutdown() error {
 	d.closing = true
 	defer d.publish()
 	var errs []error
+	if b := d.bgp.Load(); b != nil {
+		// Before anything else: the routers stop sending before an
+		// address or a service goes.
+		d.bgp.Store(nil)
+		errs = append(errs, b.stop())
+	}
 	errs = append(errs, d.stopNode())
 	errs = append(errs, d.closeStatics()) // after the instances, as keepalived
 	if d.guard != nil {
@@ -645,6 +669,13 @@ func (d *daemon) reloadLocked() error {
 				nodeNL.Close()
 			}
 		}()
+	}
+
+	// BGP before the data plane: an address no longer announced is
+	// withdrawn (and off lo after bgp_withdraw_wait) before its service
+	// goes.
+	if err := d.reloadBGP(cfg); err != nil {
+		log.Error("reload: bgp", "err", err)
 	}
 
 	// The data plane: checks stopped, their verdicts adopted by the new

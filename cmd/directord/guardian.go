@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -43,6 +44,11 @@ func guardianMain(o *options, stderr io.Writer) int {
 	// unit's stop): the guardian waits for the pipe either way.
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	err = vrrp.RunGuardian(os.NewFile(guardianFD, "directord"), h, log)
+	if err != nil && !errors.Is(err, vrrp.ErrDaemonDied) {
+		// RunGuardian logged what it did for a dead daemon (ErrDaemonDied
+		// and what failed of it); this is the rest.
+		log.Error("guardian: stopped", "err", err)
+	}
 	if err != nil && err != vrrp.ErrDaemonDied {
 		return exitFailure
 	}

@@ -179,8 +179,26 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		if vs.Protocol != "" {
 			id = vs.Protocol + " " + id
 		}
-		out("virtual_server %s: %s %s, %d real servers, %d checks\n",
-			id, vs.Scheduler, vs.Method.Kind, len(vs.RealServers), checks)
+		announce := ""
+		if vs.Announce != nil {
+			announce = fmt.Sprintf(", announced by BGP as %s on %s", vs.AnnouncedPrefix(), vs.Announce.Dev)
+		}
+		out("virtual_server %s: %s %s, %d real servers, %d checks%s\n",
+			id, vs.Scheduler, vs.Method.Kind, len(vs.RealServers), checks, announce)
+	}
+	if bg := cfg.Global.BGP; bg != nil {
+		rid := "derived at start"
+		if bg.RouterID.IsValid() {
+			rid = bg.RouterID.String()
+		}
+		out("bgp: AS %d, router_id %s, withdraw wait %s\n", bg.LocalAS, rid, bg.WithdrawWait)
+		for _, n := range bg.Neighbors {
+			bfd := "no BFD"
+			if n.BFD != nil {
+				bfd = fmt.Sprintf("BFD %s x %d", n.BFD.Interval, n.BFD.Multiplier)
+			}
+			out("bgp neighbor %s: AS %d, hold time %s, %s\n", n.Addr, n.RemoteAS, n.HoldTime, bfd)
+		}
 	}
 	// What the file relies on that directord does not do as keepalived.
 	var diffs []string

@@ -108,6 +108,8 @@ func TestConfigTestExitCodes(t *testing.T) {
 	// Each keyword run differently from keepalived is listed with its
 	// file:line and how (config.Differences).
 	differs := writeConf(t, strings.Replace(goodConf, "interface eth0", "interface eth0\n    no_accept", 1))
+	withBGP := writeConf(t, "global_defs {\n    bgp {\n        local_as 65010\n        neighbor 10.0.1.1 {\n            remote_as 65000\n            bfd 100 3\n        }\n    }\n}\n"+
+		strings.Replace(goodConf, "virtual_server 192.0.2.1 443 {\n", "virtual_server 192.0.2.1 443 {\n    announce bgp\n", 1))
 	tests := []struct {
 		name       string
 		args       []string
@@ -117,6 +119,8 @@ func TestConfigTestExitCodes(t *testing.T) {
 	}{
 		{"good", []string{"-t", "-f", good}, exitOK, "configuration OK: " + good, ""},
 		{"summary", []string{"-t", "-f", good}, exitOK, "virtual_server TCP 192.0.2.1:443: wlc DR, 1 real servers, 1 checks", ""},
+		{"bgp summary", []string{"-t", "-f", withBGP}, exitOK, "virtual_server TCP 192.0.2.1:443: wlc DR, 1 real servers, 1 checks, announced by BGP as 192.0.2.1/32 on lo\n" +
+			"bgp: AS 65010, router_id derived at start, withdraw wait 2s\nbgp neighbor 10.0.1.1: AS 65000, hold time 1m30s, BFD 100ms x 3\n", ""},
 		{"unchecked real servers", []string{"-t", "-f", unchecked}, exitOK,
 			"differences from keepalived that this file relies on:\n" +
 				"  real_server 192.0.2.10:443 (" + unchecked + ":11): FILE_CHECK at " + unchecked + ":12 not supported by directord; not checked at all: always alive\n" +

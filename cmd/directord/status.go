@@ -108,6 +108,9 @@ func (d *daemon) Status() control.Status {
 		ops, errs, last := v.lvs.Counters()
 		st.IPVS = control.IPVS{Operations: ops, Errors: errs, LastSync: last}
 	}
+	if b := d.bgp.Load(); b != nil {
+		st.BGP = b.status(ctx)
+	}
 	return st
 }
 

@@ -94,6 +94,23 @@ func (c *Client) Drain(ctx context.Context, real string, on bool) error {
 	return nil
 }
 
+// DrainDirector withdraws every BGP route of the director (on), or lets
+// them be announced again; it returns once they are.
+func (c *Client) DrainDirector(ctx context.Context, on bool) error {
+	path := "/v1/undrain-director"
+	if on {
+		path = "/v1/drain-director"
+	}
+	code, body, err := c.call(ctx, http.MethodPost, path, nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return answerError(code, body)
+	}
+	return nil
+}
+
 // Reload has directord read its configuration file again, as SIGHUP does.
 // A configuration that directord rejected is an error that wraps
 // ErrReloadFailed with the Reload's message (which names file:line); the

@@ -101,6 +101,8 @@ func removeStale(path string) error {
 //	POST /v1/reload   Reload, 200 if it succeeded and 422 if not
 //	POST /v1/handover {"instance":"NAME"} → HandoverResult, 422 if a peer did not take over
 //	POST /v1/resume   {"instance":"NAME"} → {} or an error
+//	POST /v1/drain-director    → {}: every BGP route withdrawn
+//	POST /v1/undrain-director  → {}: announced again where due
 //
 // Errors are {"error":"..."} with a 4xx code. Each connection's peer
 // credentials (SO_PEERCRED) are checked: only root is served. Requests
@@ -157,7 +159,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ln.Close()
 	if path != "" {
 		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			log.Warn("control socket not removed", "path", path, "err", rerr)
+			log.Warn("control socket not removed", "socket", path, "err", rerr)
 		}
 	}
 	return err
@@ -218,6 +220,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/reload":
 		if method(w, r, http.MethodPost) {
 			s.reload(w, p.uid)
+		}
+	case "/v1/drain-director", "/v1/undrain-director":
+		if method(w, r, http.MethodPost) {
+			s.drainDirector(w, r, p.uid, r.URL.Path == "/v1/drain-director")
 		}
 	case "/v1/handover", "/v1/resume":
 		if method(w, r, http.MethodPost) {
@@ -324,6 +330,20 @@ func (s *Server) handover(w http.ResponseWriter, r *http.Request, uid uint32, on
 		}
 	}
 	writeJSON(w, code, res)
+}
+
+func (s *Server) drainDirector(w http.ResponseWriter, r *http.Request, uid uint32, on bool) {
+	d, ok := s.Backend.(DirectorDrainer)
+	if !ok {
+		writeError(w, http.StatusNotFound, "this directord runs no BGP speaker (no bgp block in global_defs)")
+		return
+	}
+	if err := d.DrainDirector(r.Context(), on); err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	s.logger().Info("control: drain-director", "drained", on, "uid", uid)
+	writeJSON(w, http.StatusOK, struct{}{})
 }
 
 func (s *Server) reload(w http.ResponseWriter, uid uint32) {

@@ -134,6 +134,9 @@ func sampleStatus() Status {
 		}},
 		Drained: []string{"10.0.0.2:443"},
 		IPVS:    IPVS{Operations: 12, Errors: 1, LastSync: t0.Add(2 * time.Hour)},
+		BGP: &BGP{LocalAS: 65010, RouterID: "10.0.0.11",
+			Neighbors: []BGPNeighbor{{Address: "10.0.0.1", RemoteAS: 65000, State: "established", Since: t0, BFD: "up", PrefixesSent: 1}},
+			Addresses: []BGPAddress{{Prefix: "192.0.2.1/32", Announced: true, Reason: "serving", Detail: "every virtual server of the address is programmed and has quorum", Dev: "lo", Since: t0}}},
 	}
 }
 
@@ -190,6 +193,42 @@ func TestDrain(t *testing.T) {
 				t.Errorf("backend calls (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// drainingBackend is a fakeBackend that runs BGP.
+type drainingBackend struct {
+	*fakeBackend
+	drained bool
+}
+
+func (d *drainingBackend) DrainDirector(_ context.Context, on bool) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, fmt.Sprintf("drain-director %v", on))
+	d.drained = on
+	return nil
+}
+
+func TestDrainDirector(t *testing.T) {
+	d := &drainingBackend{fakeBackend: &fakeBackend{}}
+	path, _ := serve(t, &Server{Backend: d})
+	c := Dial(path)
+	if err := c.DrainDirector(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DrainDirector(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"drain-director true", "drain-director false"}, d.called()); diff != "" {
+		t.Errorf("backend calls (-want +got):\n%s", diff)
+	}
+	// A directord without BGP says so.
+	path, _ = serve(t, &Server{Backend: &fakeBackend{}})
+	err := Dial(path).DrainDirector(context.Background(), true)
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || !strings.Contains(apiErr.Message, "no BGP speaker") {
+		t.Errorf("without BGP: %v", err)
 	}
 }
 

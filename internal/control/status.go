@@ -27,6 +27,54 @@ type Status struct {
 	// which keep weight 0 until undrained, across reloads.
 	Drained []string `json:"drained"`
 	IPVS    IPVS     `json:"ipvs"`
+	// BGP is the embedded BGP speaker; nil without a bgp block.
+	BGP *BGP `json:"bgp,omitempty"`
+}
+
+// BGP is the speaker: its neighbors and the addresses it announces or
+// not, each with why.
+type BGP struct {
+	LocalAS  uint32 `json:"local_as"`
+	RouterID string `json:"router_id"`
+	// Drained: directorctl drain-director withdrew everything.
+	Drained   bool          `json:"drained"`
+	Neighbors []BGPNeighbor `json:"neighbors"`
+	Addresses []BGPAddress  `json:"addresses"`
+}
+
+// BGPNeighbor is one BGP neighbor.
+type BGPNeighbor struct {
+	Address  string `json:"address"`
+	RemoteAS uint32 `json:"remote_as"`
+	// State is the session's: idle, connect, active, opensent,
+	// openconfirm or established.
+	State string `json:"state"`
+	// Since is when the session was established, zero unless it is.
+	Since time.Time `json:"since,omitzero"`
+	// BFD is up, down, init or admin-down; "" without BFD.
+	BFD          string `json:"bfd,omitempty"`
+	PrefixesSent uint64 `json:"prefixes_sent"`
+}
+
+// BGPAddress is one address a virtual server announces.
+type BGPAddress struct {
+	Prefix    string `json:"prefix"`
+	Announced bool   `json:"announced"`
+	// Reason is serving, no-quorum, not-programmed, vrrp-backup,
+	// drained or stopping; Detail says it for an operator.
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+	// Dev is where directord put the address ("" when VRRP holds it).
+	Dev   string    `json:"dev,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+}
+
+// DirectorDrainer is what the control API asks of a daemon that runs
+// BGP, for drain-director.
+type DirectorDrainer interface {
+	// DrainDirector withdraws every route (on) or lets them be announced
+	// again (off), and returns once the routes are withdrawn or announced.
+	DrainDirector(ctx context.Context, on bool) error
 }
 
 // Reload is one reload's outcome.

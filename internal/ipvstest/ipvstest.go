@@ -7,6 +7,10 @@
 // docs/testing.md). The guest sets DIRECTORD_REQUIRE_IPVS=1, which turns
 // each skip into a failure: a guest that lost IPVS, root or a tool cannot
 // pass by skipping everything.
+//
+// Kernel is the fake IPVS kernel of the tests that need none: it answers
+// as an ipvs.Client over the real kernel does, which TestFakeMatchesKernel
+// checks in the guest.
 package ipvstest
 
 import (

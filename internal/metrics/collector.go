@@ -75,6 +75,21 @@ var (
 	descIPVSLastSync = prometheus.NewDesc("directord_ipvs_last_sync_timestamp_seconds",
 		"When a sync of the kernel's IPVS table last succeeded, in seconds since the Unix epoch; 0 before the first.", nil, nil)
 
+	descBGPNeighborUp = prometheus.NewDesc("directord_bgp_neighbor_up",
+		"1 while the BGP session with the neighbor is established, else 0.",
+		[]string{"neighbor"}, nil)
+	descBGPNeighborBFD = prometheus.NewDesc("directord_bgp_neighbor_bfd_up",
+		"1 while the BFD session with the neighbor is up, else 0; only for neighbors with bfd.",
+		[]string{"neighbor"}, nil)
+	descBGPSent = prometheus.NewDesc("directord_bgp_neighbor_prefixes_sent",
+		"Prefixes advertised to the neighbor.",
+		[]string{"neighbor"}, nil)
+	descBGPAnnounced = prometheus.NewDesc("directord_bgp_address_announced",
+		"1 while the address is announced, else 0; reason says why (serving, no-quorum, not-programmed, vrrp-backup, drained, stopping).",
+		[]string{"prefix", "reason"}, nil)
+	descBGPDrained = prometheus.NewDesc("directord_bgp_drained",
+		"1 while directorctl drain-director holds every route withdrawn, else 0.", nil, nil)
+
 	descReloads = prometheus.NewDesc("directord_reloads_total",
 		"Configuration reloads since start, by result (ok or failed).",
 		[]string{"result"}, nil)
@@ -88,6 +103,7 @@ var statusDescs = []*prometheus.Desc{
 	descVRRPTransitions, descVRRPSent, descVRRPReceived, descVRRPDropped,
 	descRealUp, descRealWeight, descRealDrained, descVSReals, descVSQuorum,
 	descIPVSOps, descIPVSErrors, descIPVSLastSync,
+	descBGPNeighborUp, descBGPNeighborBFD, descBGPSent, descBGPAnnounced, descBGPDrained,
 	descReloads, descLastGoodReload,
 }
 
@@ -176,6 +192,30 @@ func collectStatus(s control.Status, ch chan<- prometheus.Metric) {
 	counter(descIPVSOps, s.IPVS.Operations)
 	counter(descIPVSErrors, s.IPVS.Errors)
 	gauge(descIPVSLastSync, unixSeconds(s.IPVS.LastSync))
+
+	if b := s.BGP; b != nil {
+		gauge(descBGPDrained, bool01(b.Drained))
+		seen := map[string]bool{}
+		for _, n := range b.Neighbors {
+			if seen[n.Address] {
+				continue
+			}
+			seen[n.Address] = true
+			gauge(descBGPNeighborUp, bool01(n.State == "established"), n.Address)
+			if n.BFD != "" {
+				gauge(descBGPNeighborBFD, bool01(n.BFD == "up"), n.Address)
+			}
+			gauge(descBGPSent, float64(n.PrefixesSent), n.Address)
+		}
+		seen = map[string]bool{}
+		for _, a := range b.Addresses {
+			if seen[a.Prefix] {
+				continue
+			}
+			seen[a.Prefix] = true
+			gauge(descBGPAnnounced, bool01(a.Announced), a.Prefix, a.Reason)
+		}
+	}
 
 	counter(descReloads, s.ReloadsOK, "ok")
 	counter(descReloads, s.ReloadsFailed, "failed")

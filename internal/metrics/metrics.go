@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/directord/directord/internal/control"
+	"github.com/directord/directord/internal/script"
 )
 
 // CheckDurationBuckets are the upper bounds, in seconds, of
@@ -44,7 +45,7 @@ type Metrics struct {
 // ScriptKinds are the kinds of script queue ObserveScriptDropped counts:
 // VRRP instances' notify scripts, sync groups', and the virtual and real
 // servers' (quorum_up/down, notify_up/down).
-var ScriptKinds = []string{"vrrp", "sync_group", "lvs"}
+var ScriptKinds = []string{script.KindVRRP, script.KindSyncGroup, script.KindLVS}
 
 // New returns the metrics of a daemon whose state snapshot returns.
 // snapshot is called once per scrape, possibly from several scrapes at

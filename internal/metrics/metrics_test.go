@@ -75,6 +75,13 @@ func fakeStatus() control.Status {
 		},
 		Drained: []string{"10.0.0.2:443"},
 		IPVS:    control.IPVS{Operations: 42, Errors: 1, LastSync: synced},
+		BGP: &control.BGP{LocalAS: 65010, RouterID: "10.0.0.11",
+			Neighbors: []control.BGPNeighbor{
+				{Address: "10.0.0.1", RemoteAS: 65000, State: "established", BFD: "up", PrefixesSent: 2},
+				{Address: "10.0.0.2", RemoteAS: 65000, State: "active"}},
+			Addresses: []control.BGPAddress{
+				{Prefix: "192.0.2.1/32", Announced: true, Reason: "serving"},
+				{Prefix: "192.0.2.2/32", Reason: "no-quorum"}}},
 	}
 }
 
@@ -130,6 +137,15 @@ var fakeSeries = map[string]float64{
 	`directord_ipvs_operations_total`:            42,
 	`directord_ipvs_errors_total`:                1,
 	`directord_ipvs_last_sync_timestamp_seconds`: float64(synced.UnixMilli()) / 1e3,
+
+	`directord_bgp_drained`:                                                     0,
+	`directord_bgp_neighbor_up{neighbor="10.0.0.1"}`:                            1,
+	`directord_bgp_neighbor_up{neighbor="10.0.0.2"}`:                            0,
+	`directord_bgp_neighbor_bfd_up{neighbor="10.0.0.1"}`:                        1,
+	`directord_bgp_neighbor_prefixes_sent{neighbor="10.0.0.1"}`:                 2,
+	`directord_bgp_neighbor_prefixes_sent{neighbor="10.0.0.2"}`:                 0,
+	`directord_bgp_address_announced{prefix="192.0.2.1/32",reason="serving"}`:   1,
+	`directord_bgp_address_announced{prefix="192.0.2.2/32",reason="no-quorum"}`: 0,
 
 	`directord_reloads_total{result="ok"}`:         3,
 	`directord_reloads_total{result="failed"}`:     1,

@@ -41,6 +41,37 @@ func Notify(n *config.Notify, typ, name, state string, prio int) []Call {
 	return out
 }
 
+// The kinds of notify job: Job.Kind, and the label of the
+// dropped-scripts metric.
+const (
+	KindVRRP      = "vrrp"
+	KindSyncGroup = "sync_group"
+	KindLVS       = "lvs"
+)
+
+// NotifyJobs are the Queue's jobs for a VRRP instance (typ INSTANCE) or a
+// sync group (typ GROUP) named name entering state: Notify's calls, in
+// its order, on the lane of that instance or group, so that they run in
+// the order of its transitions.
+func NotifyJobs(r Runner, n *config.Notify, typ, name, state string, prio int) []Job {
+	key, kind := "instance "+name, KindVRRP
+	if typ == "GROUP" {
+		key, kind = "group "+name, KindSyncGroup
+	}
+	var out []Job
+	for _, c := range Notify(n, typ, name, state, prio) {
+		out = append(out, Job{Key: key, Kind: kind, Runner: r, Script: c.Script, Args: c.Args})
+	}
+	return out
+}
+
+// PoolJob is the Queue's job for a script of the data plane (quorum_up,
+// quorum_down, notify_up, notify_down): one lane for them all, so that
+// they run in the order of the transitions.
+func PoolJob(r Runner, s *config.Script) Job {
+	return Job{Key: "lvs", Kind: KindLVS, Runner: r, Script: s}
+}
+
 // RealServer is the script of a real server that went up (notify_up) or
 // down (notify_down); nil if none.
 func RealServer(rs *config.RealServer, up bool) *config.Script {

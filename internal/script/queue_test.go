@@ -3,6 +3,7 @@ package script
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -112,5 +113,103 @@ func TestNotifyMapping(t *testing.T) {
 	vs := &config.VirtualServer{QuorumUp: s, QuorumDown: f}
 	if RealServer(rs, true) != m || RealServer(rs, false) != b || Quorum(vs, true) != s || Quorum(vs, false) != f {
 		t.Error("pool mapping")
+	}
+}
+
+// TestNotifyJobs: the jobs of an instance, a sync group and the data
+// plane, each on its own lane and counted under its own kind, an
+// instance's in keepalived's order (its state's script, then notify with
+// TYPE NAME STATE PRIORITY).
+func TestNotifyJobs(t *testing.T) {
+	m, any := shScript("m"), shScript("any")
+	n := &config.Notify{Master: m, Any: any}
+	r := Runner{User: "u"}
+	got := NotifyJobs(r, n, "INSTANCE", "VI_1", "MASTER", 100)
+	want := []Job{
+		{Key: "instance VI_1", Kind: KindVRRP, Runner: r, Script: m},
+		{Key: "instance VI_1", Kind: KindVRRP, Runner: r, Script: any, Args: []string{"INSTANCE", "VI_1", "MASTER", "100"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("instance:\n got %+v\nwant %+v", got, want)
+	}
+	got = NotifyJobs(r, n, "GROUP", "G", "MASTER", 0)
+	want = []Job{
+		{Key: "group G", Kind: KindSyncGroup, Runner: r, Script: m},
+		{Key: "group G", Kind: KindSyncGroup, Runner: r, Script: any, Args: []string{"GROUP", "G", "MASTER", "0"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("group:\n got %+v\nwant %+v", got, want)
+	}
+	if got, want := PoolJob(r, m), (Job{Key: "lvs", Kind: KindLVS, Runner: r, Script: m}); !reflect.DeepEqual(got, want) {
+		t.Errorf("pool: got %+v, want %+v", got, want)
+	}
+}
+
+// TestDropPolicyOfEveryKind: the jobs of VRRP instances, sync groups and
+// the data plane, as their submitters make them, share the one drop
+// policy: with a script running and the lane full, the oldest waiting is
+// dropped, counted under its kind; the newest runs.
+func TestDropPolicyOfEveryKind(t *testing.T) {
+	dir := t.TempDir()
+	q := NewQueue(nil)
+	q.Limit = 1
+	var mu sync.Mutex
+	var dropped []string
+	q.OnDrop = func(j Job) { mu.Lock(); dropped = append(dropped, j.Kind+" "+j.Script.Command); mu.Unlock() }
+	type lane struct {
+		kind       string
+		jobs       func(s *config.Script) []Job
+		hold, out  string
+		holdWriter *os.File
+	}
+	lanes := []*lane{
+		{kind: KindVRRP, jobs: func(s *config.Script) []Job {
+			return NotifyJobs(Runner{}, &config.Notify{Master: s}, "INSTANCE", "VI_1", "MASTER", 100)
+		}},
+		{kind: KindSyncGroup, jobs: func(s *config.Script) []Job {
+			return NotifyJobs(Runner{}, &config.Notify{Master: s}, "GROUP", "G", "MASTER", 0)
+		}},
+		{kind: KindLVS, jobs: func(s *config.Script) []Job { return []Job{PoolJob(Runner{}, s)} }},
+	}
+	for _, l := range lanes {
+		l.hold, l.out = filepath.Join(dir, l.kind+".hold"), filepath.Join(dir, l.kind+".out")
+		if err := syscall.Mkfifo(l.hold, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range l.jobs(shScript("read x < " + l.hold + "; echo 1 >> " + l.out)) {
+			q.Submit(j)
+		}
+		// Open returns once the script has the FIFO open: it runs.
+		w, err := os.OpenFile(l.hold, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.holdWriter = w
+		for _, line := range []string{"echo 2 >> " + l.out, "echo 3 >> " + l.out} {
+			for _, j := range l.jobs(shScript(line)) {
+				q.Submit(j)
+			}
+		}
+	}
+	mu.Lock()
+	var want []string
+	for _, l := range lanes {
+		want = append(want, l.kind+" echo 2 >> "+l.out)
+	}
+	if !slices.Equal(dropped, want) {
+		t.Errorf("dropped %q, want the oldest waiting of each kind %q", dropped, want)
+	}
+	mu.Unlock()
+	for _, l := range lanes {
+		l.holdWriter.WriteString("go\n")
+		l.holdWriter.Close()
+	}
+	if err := q.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lanes {
+		if got, _ := os.ReadFile(l.out); string(got) != "1\n3\n" {
+			t.Errorf("%s ran %q, want 1 then 3", l.kind, got)
+		}
 	}
 }

@@ -2,10 +2,12 @@ package script
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,27 +102,58 @@ func TestChecksLetScriptsGo(t *testing.T) {
 // TestTimeoutTermThenKill: at its timeout a script gets SIGTERM first,
 // which it may handle, and SIGKILL KillDelay later if it is still there,
 // as keepalived's child timeout does.
+//
+// The scripts say through a FIFO when their trap is set, and only then is
+// the run's context ended: on a busy host a shell may not have read its
+// first line by the time a fixed timeout ends, and would die of a SIGTERM
+// it never got the chance to handle or ignore.
 func TestTimeoutTermThenKill(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "term")
-	handles := &config.Script{Args: []string{"/bin/sh", "-c", "trap 'echo term > " + out + "; exit 3' TERM; sleep 30 & wait"}}
-	res := Runner{}.Run(context.Background(), handles, 100*time.Millisecond)
-	if !res.TimedOut {
-		t.Fatalf("%+v", res)
+	dir := t.TempDir()
+	// stopWhenReady runs s until its trap is set, then stops it as a
+	// timeout does; it returns how long the stop took.
+	stopWhenReady := func(s *config.Script, fifo string) (Result, time.Duration) {
+		t.Helper()
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stopped := make(chan time.Time, 1)
+		go func() {
+			if f, err := os.Open(fifo); err == nil { // until the script opens it
+				io.ReadAll(f)
+				f.Close()
+			}
+			stopped <- time.Now()
+			cancel()
+		}()
+		res := Runner{}.Run(ctx, s, 0)
+		return res, time.Since(<-stopped)
+	}
+	out := filepath.Join(dir, "term")
+	handles := &config.Script{Args: []string{"/bin/sh", "-c", "trap 'echo term > " + out + "; exit 3' TERM; echo > " + dir + "/h; sleep 30 & wait"}}
+	res, _ := stopWhenReady(handles, dir+"/h")
+	if res.ExitCode != 3 {
+		t.Errorf("the script that handles SIGTERM: %+v, want its exit code 3", res)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "term\n" {
 		t.Errorf("the script's TERM handler did not run: %q", b)
 	}
-	ignores := &config.Script{Args: []string{"/bin/sh", "-c", "trap '' TERM; sleep 30"}}
-	start := time.Now()
-	res = Runner{}.Run(context.Background(), ignores, 100*time.Millisecond)
-	took := time.Since(start)
-	if !res.TimedOut {
+	ignores := &config.Script{Args: []string{"/bin/sh", "-c", "trap '' TERM; echo > " + dir + "/i; sleep 30"}}
+	res, took := stopWhenReady(ignores, dir+"/i")
+	if res.Err == nil {
 		t.Fatalf("%+v", res)
 	}
-	if took < 100*time.Millisecond+KillDelay {
-		t.Errorf("a script ignoring SIGTERM ended after %v, before its SIGKILL was due", took)
+	if took < KillDelay {
+		t.Errorf("a script ignoring SIGTERM ended %v after its SIGTERM, before its SIGKILL was due (%v)", took, KillDelay)
 	}
-	if took > 100*time.Millisecond+KillDelay+5*time.Second {
+	if took > KillDelay+5*time.Second {
 		t.Errorf("a script ignoring SIGTERM took %v to be killed", took)
+	}
+	// The timeout itself ends a run as that stop does, and says so.
+	start := time.Now()
+	res = Runner{}.Run(context.Background(), &config.Script{Args: []string{"/bin/sleep", "30"}}, 100*time.Millisecond)
+	if !res.TimedOut || time.Since(start) < 100*time.Millisecond {
+		t.Errorf("a 100 ms timeout: %+v after %v", res, time.Since(start))
 	}
 }

@@ -1,0 +1,135 @@
+package bgp
+
+// The director of the FRR tests: this test binary run again inside a
+// director's namespace (GoBGP's goroutines dial and listen from any OS
+// thread, so a speaker needs a whole process in its namespace). It runs
+// the speaker and the announcer on a configuration file, its inputs
+// driven by lines on its standard input, and says on its standard output
+// when each line is applied.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/directord/directord/config"
+)
+
+const helperEnv = "DIRECTORD_BGP_TEST_DIRECTOR"
+
+func TestMain(m *testing.M) {
+	if file := os.Getenv(helperEnv); file != "" {
+		os.Exit(runDirector(file))
+	}
+	os.Exit(m.Run())
+}
+
+func loadInputs(file string) (*config.Config, Inputs, error) {
+	cfg, diags := config.Load(file, config.Options{Hostname: "director"})
+	if diags.HasErrors() || cfg.Global.BGP == nil {
+		return nil, Inputs{}, fmt.Errorf("%s: %s", file, diags.Errors())
+	}
+	var in Inputs
+	for _, vs := range cfg.VirtualServers {
+		if vs.Announce != nil {
+			in.Services = append(in.Services, Service{Name: vs.Protocol + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
+				Dev: vs.Announce.Dev, Programmed: true, Quorum: true})
+		}
+	}
+	return cfg, in, nil
+}
+
+// runDirector reads commands: "quorum on|off", "drain", "undrain",
+// "reload FILE", "status", "stop"; each answered by "ok" (or "status
+// JSON"), "error: ..." on failure. Session changes are printed as
+// "session ADDR STATE".
+func runDirector(file string) int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	var outMu sync.Mutex
+	say := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		fmt.Printf(format+"\n", args...)
+	}
+	cfg, in, err := loadInputs(file)
+	if err != nil {
+		say("error: %v", err)
+		return 1
+	}
+	ctx := context.Background()
+	sp := NewGoBGP(log)
+	sp.OnSession = func(ev SessionEvent) { say("session %s %s", ev.Neighbor, ev.State) }
+	if err := sp.Start(ctx, cfg.Global.BGP); err != nil {
+		say("error: %v", err)
+		return 1
+	}
+	h, err := netlink.NewHandle()
+	if err != nil {
+		say("error: %v", err)
+		return 1
+	}
+	a := NewAnnouncer(sp, NetlinkAddresses{H: h}, cfg.Global.BGP.WithdrawWait, log)
+	go a.Run(ctx)
+	apply := func() { a.Wait(ctx, a.Set(in)); say("ok") }
+	apply()
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "quorum":
+			for i := range in.Services {
+				in.Services[i].Quorum = len(f) > 1 && f[1] == "on"
+			}
+			apply()
+		case "drain", "undrain":
+			in.Drained = f[0] == "drain"
+			apply()
+		case "reload":
+			c, next, err := loadInputs(f[1])
+			if err != nil {
+				say("error: %v", err)
+				continue
+			}
+			if err := sp.Configure(ctx, c.Global.BGP); err != nil {
+				say("error: %v", err)
+				continue
+			}
+			a.SetWithdrawWait(c.Global.BGP.WithdrawWait)
+			for i := range next.Services {
+				next.Services[i].Quorum = len(in.Services) == 0 || in.Services[0].Quorum
+			}
+			next.Drained = in.Drained
+			in = next
+			apply()
+		case "status":
+			ns, _ := sp.Neighbors(ctx)
+			b, _ := json.Marshal(struct {
+				Neighbors []NeighborStatus
+				Addresses []AddressStatus
+			}{ns, a.Status()})
+			say("status %s", b)
+		case "stop":
+			// directord's SIGTERM: withdraw, wait, addresses off, sessions closed.
+			if err := a.Stop(ctx, in); err != nil {
+				say("error: %v", err)
+			}
+			sp.Stop(ctx)
+			say("ok")
+			return 0
+		default:
+			say("error: unknown command %q", f[0])
+		}
+	}
+	return 0
+}
