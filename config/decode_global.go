@@ -287,8 +287,28 @@ var globalBlock = &block[Global]{
 				markSet(&g.set, &Node{Keyword: "vrrp_garp_master_delay", Pos: n.Pos})
 			}
 		},
-		"vrrp_check_unicast_src":       boolKey(func(g *Global) *bool { return &g.CheckUnicastSrc }, globalSet),
-		"vrrp_skip_check_adv_addr":     boolKey(func(g *Global) *bool { return &g.SkipCheckAdvAddr }, globalSet),
+		"vrrp_check_unicast_src":   boolKey(func(g *Global) *bool { return &g.CheckUnicastSrc }, globalSet),
+		"vrrp_skip_check_adv_addr": boolKey(func(g *Global) *bool { return &g.SkipCheckAdvAddr }, globalSet),
+		"vrrp_garp_extra_if": func(d *decoder, n *Node, g *Global) {
+			if v, all, ok := d.garpExtraIf(n, 1); ok {
+				g.Garp.ExtraIf, g.Garp.ExtraIfAll = v, all
+			}
+		},
+		"vrrp_vmac_garp_intvl": func(d *decoder, n *Node, g *Global) {
+			d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as vrrp_garp_extra_if, as keepalived does")
+			if v, all, ok := d.garpExtraIf(n, 1); ok {
+				g.Garp.ExtraIf, g.Garp.ExtraIfAll = v, all
+			}
+		},
+		"vmac_prefix": func(d *decoder, n *Node, g *Global) {
+			if s, ok := d.str(n); ok {
+				if g.VMACPrefix != "" {
+					d.rep.lenient(n.Pos, n.Keyword, "already given: %q ignored, as keepalived does", s)
+					return
+				}
+				g.VMACPrefix = s
+			}
+		},
 		"vrrp_strict":                  boolKey(func(g *Global) *bool { return &g.Strict }, globalSet),
 		"vrrp_lower_prio_no_advert":    boolKey(func(g *Global) *bool { return &g.LowerPrioNoAdvert }, globalSet),
 		"vrrp_higher_prio_send_advert": boolKey(func(g *Global) *bool { return &g.HigherPrioSendAdvert }, globalSet),
@@ -402,8 +422,8 @@ func globalUnsupported() map[string]string {
 	add("",
 		"startup_script", "startup_script_timeout", "shutdown_script", "shutdown_script_timeout",
 		"checker_log_all_failures", "default_interface", "lvs_flush_onstop_deprecated",
-		"vrrp_down_timer_adverts", "vrrp_garp_extra_if", "vrrp_vmac_garp_intvl",
-		"log_unknown_vrids", "vmac_prefix", "vmac_addr_prefix", "random_seed", "umask",
+		"vrrp_down_timer_adverts",
+		"log_unknown_vrids", "vmac_addr_prefix", "random_seed", "umask",
 		"data_use_instance", "dynamic_interfaces", "net_namespace", "net_namespace_ipvs",
 		"namespace_with_ipsets", "instance", "use_pid_dir", "linkbeat_use_polling")
 	delete(m, "lvs_flush_onstop_deprecated")

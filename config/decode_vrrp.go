@@ -12,7 +12,7 @@ func newInstance(pos Pos, name string) *Instance {
 		Pos: pos, Name: name, State: "BACKUP", Priority: -1, AdvertInt: time.Second,
 		Version: -1, Preempt: true, UnicastTTL: 255,
 		Garp: GarpSettings{MasterDelay: -1, MasterRepeat: -1, LowerPrioDelay: -1, LowerPrioRepeat: -1,
-			MasterRefresh: -1, MasterRefreshRepeat: -1},
+			MasterRefresh: -1, MasterRefreshRepeat: -1, ExtraIf: -1},
 	}
 }
 
@@ -202,6 +202,17 @@ var instanceBlock = &block[Instance]{
 				in.Garp.LowerPrioRepeat = v
 			}
 		},
+		"garp_extra_if": func(d *decoder, n *Node, in *Instance) {
+			if v, all, ok := d.garpExtraIf(n, 0); ok {
+				in.Garp.ExtraIf, in.Garp.ExtraIfAll = v, all
+			}
+		},
+		"vmac_garp_intvl": func(d *decoder, n *Node, in *Instance) {
+			d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as garp_extra_if, as keepalived does")
+			if v, all, ok := d.garpExtraIf(n, 0); ok {
+				in.Garp.ExtraIf, in.Garp.ExtraIfAll = v, all
+			}
+		},
 		"garp_master_refresh": func(d *decoder, n *Node, in *Instance) {
 			if v, ok := d.garpDelay(n); ok {
 				in.Garp.MasterRefresh = v
@@ -235,6 +246,16 @@ var instanceBlock = &block[Instance]{
 				markSet(&in.set, n)
 			}
 		},
+		"use_vmac": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) {
+				d.useVMAC(n, in)
+			}
+		},
+		"vmac_xmit_base": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) && d.want(n, 0, 0) {
+				markSet(&in.set, n)
+			}
+		},
 		"lvs_sync_daemon_interface": func(d *decoder, n *Node, in *Instance) {
 			// Deprecated form of global lvs_sync_daemon IF INSTANCE; resolved
 			// after reading, when global_defs is known.
@@ -247,9 +268,7 @@ var instanceBlock = &block[Instance]{
 		},
 	},
 	unsupported: map[string]string{
-		"use_vmac":                   "directord moves addresses on the instance's interface",
 		"use_vmac_addr":              "",
-		"vmac_xmit_base":             "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
 		"track_bfd":                  bfdNotSupported,
@@ -259,8 +278,6 @@ var instanceBlock = &block[Instance]{
 		"linkbeat_use_polling":       "directord follows netlink link state",
 		"debug":                      "",
 		"down_timer_adverts":         "directord keeps the RFC's 3 advert intervals",
-		"garp_extra_if":              "",
-		"vmac_garp_intvl":            "",
 		"old_unicast_checksum":       "",
 	},
 }
@@ -631,7 +648,7 @@ func (d *decoder) vip(c *Node) (VIP, bool) {
 		case "no_track":
 			v.NoTrack = true
 		case "use_vmac":
-			d.rep.unsupported(c.Pos, "use_vmac", "directord moves addresses on the instance's interface")
+			d.rep.unsupported(c.Pos, "use_vmac", "an address's own use_vmac; the instance's use_vmac is")
 		default:
 			d.rep.errorf(c.Pos, c.Keyword, "unknown address option %q%s", opt, didYouMean(opt, vipOptions))
 			return v, false
@@ -831,4 +848,100 @@ func (d *decoder) route(c *Node) (Route, bool) {
 		return r, false
 	}
 	return r, true
+}
+
+// useVMAC reads "use_vmac [NAME] [MAC]" (either order) as keepalived's
+// vrrp_vmac_handler does: a word with a colon is a MAC address (six
+// octets, or five and the VRID), another an interface name.
+func (d *decoder) useVMAC(n *Node, in *Instance) {
+	v := in.VMAC
+	if v == nil {
+		v = &VMAC{Pos: n.Pos}
+		in.VMAC = v
+	}
+	if len(n.Args) > 2 {
+		d.rep.warnf(n.Pos, n.Keyword, "unexpected %q ignored", strings.Join(n.Args[2:], " "))
+	}
+	for _, a := range n.Args[:min(len(n.Args), 2)] {
+		if strings.Contains(a, ":") {
+			if v.hwGiven {
+				d.rep.lenient(n.Pos, n.Keyword, "%s: the MAC address is already given: %q ignored, as keepalived does", in.Name, a)
+				continue
+			}
+			hw, vrid, err := parseVMAC(a)
+			if err != "" {
+				d.rep.lenient(n.Pos, n.Keyword, "%s: %q %s: ignored, as keepalived does", in.Name, a, err)
+				continue
+			}
+			v.hw, v.hwVRID, v.hwGiven = hw, vrid, true
+			continue
+		}
+		if v.named {
+			d.rep.lenient(n.Pos, n.Keyword, "%s: the interface name is already given: %q ignored, as keepalived does", in.Name, a)
+			continue
+		}
+		if !ifNameValid(a) {
+			d.rep.lenient(n.Pos, n.Keyword, "%s: %q is too long or not an interface name: ignored, as keepalived does", in.Name, a)
+			continue
+		}
+		v.Name, v.named = a, true
+	}
+}
+
+// parseVMAC reads use_vmac's MAC address: six hexadecimal octets, or five
+// (the VRID is the sixth). It refuses a multicast address and the RFC's own
+// 00:00:5e:00:01/02 prefix, as keepalived does; the error says why.
+func parseVMAC(s string) (hw [6]byte, vrid bool, err string) {
+	parts := strings.Split(strings.TrimSuffix(s, ":"), ":")
+	if len(parts) != 5 && len(parts) != 6 || strings.HasSuffix(s, ":") && len(parts) != 5 {
+		return hw, false, "is not a MAC address"
+	}
+	for i, p := range parts {
+		b, e := strconv.ParseUint(p, 16, 8)
+		if e != nil || len(p) > 2 {
+			return hw, false, "is not a MAC address"
+		}
+		hw[i] = byte(b)
+	}
+	vrid = len(parts) == 5
+	switch {
+	case hw[0]&1 != 0:
+		return hw, false, "is a multicast address"
+	case hw[0] == 0 && hw[1] == 0 && hw[2] == 0x5e && hw[3] == 0 && (hw[4] == 1 || hw[4] == 2):
+		return hw, false, "is an RFC 5798 virtual router MAC, which use_vmac gives without one"
+	}
+	return hw, vrid, ""
+}
+
+// ifNameValid is the kernel's dev_valid_name, as keepalived checks a
+// use_vmac name.
+func ifNameValid(s string) bool {
+	return s != "" && len(s) < 16 && s != "." && s != ".." && !strings.ContainsAny(s, "/: \t\n\v\f\r")
+}
+
+// garpExtraIf reads "garp_extra_if [all] SECONDS" (the words in any
+// order), whole seconds from lo to 86400, as keepalived's
+// vrrp_garp_extra_if_handler does; without a time it is ignored.
+func (d *decoder) garpExtraIf(n *Node, lo int64) (time.Duration, bool, bool) {
+	if !d.noBlock(n) {
+		return 0, false, false
+	}
+	all, secs := false, int64(-1)
+	for _, a := range n.Args {
+		if a == "all" {
+			all = true
+			continue
+		}
+		v, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || v < lo || v > 86400 {
+			d.rep.lenient(n.Pos, n.Keyword, "%q is not a whole number of seconds from %d to 86400: ignored, as keepalived does", a, lo)
+			return 0, false, false
+		}
+		secs = v
+	}
+	if secs < 0 {
+		d.rep.lenient(n.Pos, n.Keyword, "given without a time: ignored, as keepalived does")
+		return 0, false, false
+	}
+	return time.Duration(secs) * time.Second, all, true
 }

@@ -88,6 +88,9 @@ type Global struct {
 	LowerPrioNoAdvert    bool          `json:"vrrp_lower_prio_no_advert"`
 	HigherPrioSendAdvert bool          `json:"vrrp_higher_prio_send_advert"`
 	StartupDelay         time.Duration `json:"vrrp_startup_delay"`
+	// VMACPrefix names use_vmac's macvlans that are not named (vmac_prefix,
+	// default "vrrp").
+	VMACPrefix string `json:"vmac_prefix,omitempty"`
 	// Nice is the nice value directord's threads run at (vrrp_priority);
 	// directord's default is -15, so that adverts leave on time on a busy
 	// host.
@@ -167,6 +170,14 @@ type GarpSettings struct {
 	// MasterRefresh resends while master; 0 never.
 	MasterRefresh       time.Duration `json:"master_refresh"`
 	MasterRefreshRepeat int           `json:"master_refresh_repeat"`
+	// ExtraIf is garp_extra_if (vrrp_garp_extra_if, the deprecated
+	// vmac_garp_intvl): while master, one gratuitous ARP or NA per this
+	// period on each other interface that holds the instance's addresses,
+	// with ExtraIfAll ("all"; without it keepalived sends only on the
+	// macvlans of use_vmac_addr, which directord does not make, so the
+	// resolved period is then 0). 0: none.
+	ExtraIf    time.Duration `json:"extra_if,omitempty"`
+	ExtraIfAll bool          `json:"extra_if_all,omitempty"`
 }
 
 // SyncDaemon is lvs_sync_daemon: the kernel's IPVS connection sync.
@@ -340,9 +351,49 @@ type Instance struct {
 	ChecksumAsV2 bool `json:"v3_checksum_as_v2,omitempty"`
 	// SyncGroup is the vrrp_sync_group this instance belongs to, if any.
 	SyncGroup string `json:"sync_group,omitempty"`
+	// VMAC is use_vmac: the instance runs on a macvlan of Interface that
+	// carries the VRRP virtual MAC; nil without it.
+	VMAC *VMAC `json:"use_vmac,omitempty"`
 
 	set       map[string]Pos // keywords given, for defaults that depend on them
 	smtpAlert *bool
+}
+
+// VMAC is an instance's use_vmac [NAME] [MAC] and vmac_xmit_base, resolved:
+// keepalived's macvlan of the instance's interface, in private mode, with
+// the VRRP virtual MAC (RFC 5798 section 7.3).
+type VMAC struct {
+	Pos Pos `json:"pos"`
+	// Name is the macvlan's: the one given, else vmac_prefix (default
+	// "vrrp"), a dot and the VRID, as keepalived names it (vrrp.51).
+	Name string `json:"name"`
+	// MAC is the address given, else 00:00:5e:00:01:VRID (IPv4) or
+	// 00:00:5e:00:02:VRID (IPv6).
+	MAC string `json:"mac"`
+	// XmitBase is vmac_xmit_base: adverts leave on Interface itself, not
+	// on the macvlan (which still carries the addresses).
+	XmitBase bool `json:"xmit_base,omitempty"`
+	// given: the MAC was configured (hw) or its first five octets (vrid:
+	// the VRID is the sixth); name: the name was.
+	hw      [6]byte
+	hwGiven bool
+	hwVRID  bool
+	named   bool
+}
+
+// AddrDev is the device an instance adds a virtual address to: the VIP's
+// dev, else the instance's interface, or the instance's macvlan for an
+// address of the instance's family on the instance's interface (use_vmac;
+// keepalived's vrrp_complete_instance).
+func (in *Instance) AddrDev(v VIP) string {
+	dev := v.Dev
+	if dev == "" {
+		dev = in.Interface
+	}
+	if in.VMAC != nil && dev == in.Interface && family(v.Prefix.Addr()) == in.Family {
+		return in.VMAC.Name
+	}
+	return dev
 }
 
 // Auth is VRRPv2 authentication.

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 	"time"
@@ -35,6 +37,7 @@ func (d *decoder) resolve() {
 		d.resolveInstance(in)
 	}
 	d.resolveStatic()
+	d.resolveVMACs()
 	d.pruneSyncGroups()
 	d.resolveTracking()
 	d.resolveTrackFiles()
@@ -248,6 +251,9 @@ func (d *decoder) resolveInstance(in *Instance) {
 	defi(&in.Garp.MasterRepeat, g.Garp.MasterRepeat)
 	def(&in.Garp.LowerPrioDelay, g.Garp.LowerPrioDelay)
 	defi(&in.Garp.LowerPrioRepeat, g.Garp.LowerPrioRepeat)
+	if in.Garp.ExtraIf < 0 {
+		in.Garp.ExtraIf, in.Garp.ExtraIfAll = g.Garp.ExtraIf, g.Garp.ExtraIfAll
+	}
 	def(&in.Garp.MasterRefresh, g.Garp.MasterRefresh)
 	defi(&in.Garp.MasterRefreshRepeat, g.Garp.MasterRefreshRepeat)
 	if _, ok := in.set["strict_mode"]; !ok {
@@ -612,4 +618,125 @@ func pickStr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// resolveVMACs completes each instance's use_vmac as keepalived's
+// vrrp_complete_instance does: the MAC, the name (given ones first, then
+// vmac_prefix.VRID in the instances' order, another when that is taken),
+// and what goes with a macvlan.
+func (d *decoder) resolveVMACs() {
+	taken := map[string]bool{}
+	for _, in := range d.cfg.Instances {
+		if in.VMAC != nil && in.VMAC.named {
+			if taken[in.VMAC.Name] {
+				d.rep.lenient(in.VMAC.Pos, "use_vmac", "%s: another instance already uses %s: a name of its own is given instead, as keepalived does", in.Name, in.VMAC.Name)
+				in.VMAC.Name, in.VMAC.named = "", false
+				continue
+			}
+			taken[in.VMAC.Name] = true
+		}
+	}
+	prefix := d.cfg.Global.VMACPrefix
+	if prefix == "" {
+		prefix = "vrrp"
+	}
+	for _, in := range d.cfg.Instances {
+		v := in.VMAC
+		if pos, ok := in.set["vmac_xmit_base"]; ok {
+			switch {
+			case v == nil:
+				d.rep.lenient(pos, "vmac_xmit_base", "%s: only valid with use_vmac: ignored, as keepalived does", in.Name)
+			case in.Strict:
+				d.rep.lenient(pos, "vmac_xmit_base", "%s: does not go with strict mode: ignored, as keepalived does", in.Name)
+			default:
+				v.XmitBase = true
+			}
+		}
+		if v == nil {
+			continue
+		}
+		if in.Interface == "" {
+			// keepalived: "Cannot use VMAC/ipvlan with unicast and no
+			// interface - clearing use_vmac"; a multicast instance needs
+			// an interface anyway.
+			d.rep.lenient(v.Pos, "use_vmac", "%s: an instance without interface has no macvlan: use_vmac ignored, as keepalived does", in.Name)
+			in.VMAC = nil
+			continue
+		}
+		if len(in.UnicastPeers) > 0 && !v.XmitBase {
+			d.rep.lenient(v.Pos, "use_vmac", "%s: unicast with use_vmac needs vmac_xmit_base: set, as keepalived does", in.Name)
+			v.XmitBase = true
+		}
+		if v.hwGiven && in.Strict {
+			d.rep.lenient(v.Pos, "use_vmac", "%s: strict mode has no MAC address of its own: the RFC's is used, as keepalived does", in.Name)
+			v.hwGiven = false
+		}
+		hw := [6]byte{0, 0, 0x5e, 0, 1, byte(in.VRID)}
+		if in.Family == "inet6" {
+			hw[4] = 2
+		}
+		if v.hwGiven {
+			hw = v.hw
+			if v.hwVRID {
+				hw[5] = byte(in.VRID)
+			}
+		}
+		v.MAC = net.HardwareAddr(hw[:]).String()
+		if pos, ok := in.set["promote_secondaries"]; ok && in.PromoteSecondaries {
+			d.rep.lenient(pos, "promote_secondaries", "%s: a macvlan always promotes secondaries: ignored, as keepalived does", in.Name)
+			in.PromoteSecondaries = false
+		}
+		if !v.named {
+			v.Name = vmacName(prefix, in.VRID, in.Family == "inet6", taken)
+			taken[v.Name] = true
+		}
+	}
+	for _, in := range d.cfg.Instances {
+		// keepalived: "If there are no extra interfaces, disable
+		// vmac_garp_intvl"; without "all" only use_vmac_addr's macvlans
+		// count, which directord does not make.
+		extra := false
+		own := in.Interface
+		if in.VMAC != nil {
+			own = in.VMAC.Name
+		}
+		for _, v := range append(append([]VIP{}, in.VIPs...), in.ExcludedVIPs...) {
+			extra = extra || in.AddrDev(v) != own
+		}
+		if !extra || !in.Garp.ExtraIfAll {
+			in.Garp.ExtraIf, in.Garp.ExtraIfAll = 0, false
+		}
+	}
+}
+
+// vmacName is keepalived's create_vmac_name: PREFIX.VRID, else PREFIXn.VRID
+// for n = 1, 2, ... (IPv6 tries 6 first), the prefix cut to fit 15
+// characters, skipping the names taken.
+func vmacName(prefix string, vrid int, ipv6 bool, taken map[string]bool) string {
+	name := func(num int) string {
+		tail := fmt.Sprintf(".%d", vrid)
+		if num > 0 {
+			tail = fmt.Sprintf("%d.%d", num, vrid)
+		}
+		p := prefix
+		if len(p)+len(tail) > 15 {
+			p = p[:max(0, 15-len(tail))]
+		}
+		return p + tail
+	}
+	n := name(0)
+	for num := 0; taken[n] && num < 1000; n = name(num) {
+		switch {
+		case ipv6 && num == 0:
+			num = 6
+		case ipv6 && num == 6:
+			num = 1
+		default:
+			num++
+			if ipv6 && num == 6 {
+				num++
+			}
+		}
+	}
+	return n
 }

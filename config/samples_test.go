@@ -24,7 +24,7 @@ func TestKeepalivedSamples(t *testing.T) {
 		"keepalived.conf.SMTP_CHECK":            "",
 		"keepalived.conf.SSL_GET":               "",
 		"keepalived.conf.UDP_CHECK":             "",
-		"keepalived.conf.conditional_conf":      "net_namespace use_vmac",
+		"keepalived.conf.conditional_conf":      "net_namespace",
 		"keepalived.conf.fwmark":                "",
 		"keepalived.conf.inhibit":               "",
 		"keepalived.conf.misc_check":            "",

@@ -45,13 +45,22 @@ func vrrpSummary(cfg *Config) string {
 	var b strings.Builder
 	for _, in := range cfg.Instances {
 		fmt.Fprintf(&b, "instance %s\n", in.Name)
-		fmt.Fprintf(&b, "  interface %s\n", in.Interface)
+		switch {
+		case in.VMAC != nil:
+			xmit := ""
+			if in.VMAC.XmitBase {
+				xmit = ", xmit base i/f"
+			}
+			fmt.Fprintf(&b, "  interface %s, vmac on %s%s\n", in.VMAC.Name, in.Interface, xmit)
+		default:
+			fmt.Fprintf(&b, "  interface %s\n", in.Interface)
+		}
 		fmt.Fprintf(&b, "  vrid %d\n  version %d\n  priority %d\n", in.VRID, in.Version, in.Priority)
 		fmt.Fprintf(&b, "  advert %s\n  state %s\n", in.AdvertInt, in.State)
 		addr := func(kind string, v VIP) {
-			dev := v.Dev
-			if dev == "" {
-				dev = in.Interface
+			dev := in.AddrDev(v)
+			if in.VMAC != nil && dev == in.VMAC.Name {
+				dev += "@" + in.Interface
 			}
 			fmt.Fprintf(&b, "  %s %s dev %s\n", kind, hostPrefix(v.Prefix), dev)
 		}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,13 +44,20 @@ type Node struct {
 	delayUntil   time.Time
 	adopted      bool
 	// promoteDevs are the interfaces whose promote_secondaries the Node
-	// sets; promoted those it changed, with the value to restore.
+	// sets; sysctlPaths the sysctl files it sets (setSysctl); promoted
+	// those it changed, by path, with the value to restore.
 	promoteDevs []string
 	promMu      sync.Mutex
+	sysctlPaths []string
 	promoted    map[string]*sysctlSave
-	observe     atomic.Pointer[func(Event)]
-	fifo        func(line string)   // NotifyFIFO's
-	fifoPrio    map[*instance]uint8 // the priorities last seen, under retracking
+	h           *netlink.Handle
+	// vmacs are the macvlans of the use_vmac instances; rpCleared: the
+	// Node has done clearRPFilter.
+	vmacs     []*vmacLink
+	rpCleared bool
+	observe   atomic.Pointer[func(Event)]
+	fifo      func(line string)   // NotifyFIFO's
+	fifoPrio  map[*instance]uint8 // the priorities last seen, under retracking
 }
 
 // Event is an instance's change of state, for whatever follows VRRP (the
@@ -93,6 +101,9 @@ type instance struct {
 	ah       *AHState   // auth_type AH
 	abuf     []byte     // the AH packet around buf's message
 	advSrc   netip.Addr // the last master heard as backup (read's own): skip_check_adv_addr
+	// extraDue is when a master next announces on its other interfaces
+	// (garp_extra_if), in unix nanoseconds.
+	extraDue atomic.Int64
 	// srcMissing: a unicast instance's configured source is no address of
 	// this host, which keeps it in FAULT (srcAbsent).
 	srcMissing bool
@@ -123,9 +134,18 @@ type instance struct {
 // thread inside the network namespace the instances belong to; h is a
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
-	n := &Node{log: log, addrs: NewAddrs(h), routes: NewRoutes(h), rules: NewRules(h), pacers: map[string]*Pacer{},
+	n := &Node{log: log, h: h, addrs: NewAddrs(h), routes: NewRoutes(h), rules: NewRules(h), pacers: map[string]*Pacer{},
 		startupDelay: cfg.Global.StartupDelay}
 	socks := map[string]*sock{}
+	for _, ci := range cfg.Instances {
+		if ci.VMAC == nil {
+			continue
+		}
+		if err := n.vmac(ci); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("vrrp: %w", err)
+		}
+	}
 	for _, ci := range cfg.Instances {
 		in, err := n.newInstance(cfg, ci, socks)
 		if err != nil {
@@ -167,9 +187,9 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 			n.promote(ci.Interface)
 		}
 		for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-			dev := v.Dev
-			if dev == "" {
-				dev = ci.Interface
+			dev := ci.AddrDev(v)
+			if ci.VMAC != nil && dev == ci.VMAC.Name {
+				continue // vmacSysctls set it, on a link that goes with the Node
 			}
 			if v.Prefix.Addr().Is4() && dev != "" {
 				n.promote(dev)
@@ -232,7 +252,8 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		group = netip.Addr{}
 	}
 	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == "AH" && !ipv6
-	key := fmt.Sprintf("%s/%v/%s/ah=%v", ci.Interface, ipv6, group, ah)
+	ifname := sendIf(ci)
+	key := fmt.Sprintf("%s/%v/%s/ah=%v", ifname, ipv6, group, ah)
 	if unicast {
 		key += fmt.Sprintf("/ttl=%d", ci.UnicastTTL)
 	}
@@ -242,11 +263,11 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		if ah {
 			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
 		}
-		conn, err := open(ci.Interface, ipv6, group)
+		conn, err := open(ifname, ipv6, group)
 		if err == nil && unicast {
 			if err = conn.SetUnicastTTL(ci.UnicastTTL); err != nil {
 				conn.Close()
-				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ci.Interface, err)
+				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ifname, err)
 			}
 		}
 		if err != nil {
@@ -265,7 +286,15 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	case ci.MCastSrcIP.IsValid():
 		in.primary = ci.MCastSrcIP
 	default:
-		if in.primary, err = PrimaryAddr(s.conn.Interface(), ipv6); err != nil {
+		// The interface's own address, also for a macvlan's adverts
+		// (keepalived's VRRP_PKT_SADDR: the configured interface's).
+		ifi := s.conn.Interface()
+		if ci.VMAC != nil {
+			if ifi, err = net.InterfaceByName(ci.Interface); err != nil {
+				return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, ci.Interface, err)
+			}
+		}
+		if in.primary, err = PrimaryAddr(ifi, ipv6); err != nil {
 			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
@@ -298,10 +327,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	in.anns = map[string]*Announcer{}
 	in.annAddrs = map[string][]netip.Addr{}
 	for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-		dev := v.Dev
-		if dev == "" {
-			dev = ci.Interface
-		}
+		dev := ci.AddrDev(v)
 		in.annAddrs[dev] = append(in.annAddrs[dev], v.Prefix.Addr())
 	}
 	for dev, addrs := range in.annAddrs {
@@ -355,6 +381,16 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	}
 	in.drv = NewDriver(in.params, in)
 	return in, nil
+}
+
+// sendIf is the interface an instance sends and hears adverts on: its
+// macvlan for use_vmac, unless vmac_xmit_base (keepalived's
+// vrrp_scheduler: the socket's interface), else its interface.
+func sendIf(ci *config.Instance) string {
+	if ci.VMAC != nil && !ci.VMAC.XmitBase {
+		return ci.VMAC.Name
+	}
+	return ci.Interface
 }
 
 // interval is our advert interval in the version's unit.
@@ -413,7 +449,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	stopTracking()
 	<-tracked
-	err := errors.Join(n.rules.RemoveAll(), n.routes.RemoveAll(), n.addrs.RemoveAll())
+	err := errors.Join(n.rules.RemoveAll(), n.routes.RemoveAll(), n.addrs.RemoveAll(), n.removeVMACs(true))
 	n.Close()
 	wg.Wait()
 	n.track.scriptsDone() // notify_stop has run, unless the queue is shared
@@ -436,6 +472,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 	n.adopted, n.delayUntil = true, old.delayUntil
 	n.takeSysctls(old)
+	n.takeVMACs(old)
 	old.willMu.Lock()
 	old.will = nil
 	old.willMu.Unlock()
@@ -518,10 +555,7 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 func (in *instance) takeOver(old *instance) bool {
 	added := false
 	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		dev := v.Dev
-		if dev == "" {
-			dev = in.cfg.Interface
-		}
+		dev := in.cfg.AddrDev(v)
 		if in.node.addrs.take(old.node.addrs, dev, v.Prefix) {
 			continue
 		}
@@ -563,65 +597,87 @@ func (n *Node) promote(dev string) {
 		return
 	}
 	n.promoteDevs = append(n.promoteDevs, dev)
-	path := "/proc/sys/net/ipv4/conf/" + dev + "/promote_secondaries"
+	n.setSysctl("/proc/sys/net/ipv4/conf/"+dev+"/promote_secondaries", "1")
+}
+
+// setSysctl sets the sysctl file at path to val, remembering the value it
+// had to restore it when the Node ends. It runs inside the Node's
+// namespace: the file, kept open, stays that namespace's.
+func (n *Node) setSysctl(path, val string) {
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	if slices.Contains(n.sysctlPaths, path) {
+		return
+	}
+	n.sysctlPaths = append(n.sysctlPaths, path)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		n.log.Warn("vrrp sysctl", "path", path, "err", err)
 		return
 	}
 	orig := make([]byte, 16)
 	k, err := f.ReadAt(orig, 0)
 	orig = bytes.TrimSpace(orig[:k])
 	if k == 0 && err != nil {
-		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+		n.log.Warn("vrrp sysctl", "path", path, "err", err)
 		f.Close()
 		return
 	}
-	if string(orig) == "1" {
+	if string(orig) == val {
 		f.Close() // nothing to restore
 		return
 	}
-	if _, err := f.WriteAt([]byte("1"), 0); err != nil {
-		n.log.Warn("vrrp promote_secondaries", "interface", dev, "err", err)
+	if _, err := f.WriteAt([]byte(val), 0); err != nil {
+		n.log.Warn("vrrp sysctl", "path", path, "err", err)
 		f.Close()
 		return
 	}
 	if n.promoted == nil {
 		n.promoted = map[string]*sysctlSave{}
 	}
-	n.promoted[dev] = &sysctlSave{f: f, orig: orig}
+	n.promoted[path] = &sysctlSave{f: f, orig: orig}
 }
 
-// restoreSysctls puts back what promote changed.
+// restoreSysctls puts back what setSysctl changed.
 func (n *Node) restoreSysctls() {
 	n.promMu.Lock()
 	defer n.promMu.Unlock()
-	for dev, s := range n.promoted {
+	for path, s := range n.promoted {
 		if _, err := s.f.WriteAt(s.orig, 0); err != nil {
-			n.log.Warn("vrrp: restoring promote_secondaries", "interface", dev, "err", err)
+			n.log.Warn("vrrp: restoring a sysctl", "path", path, "err", err)
 		}
 		s.f.Close()
 	}
 	n.promoted = nil
 }
 
-// takeSysctls hands old's saved values for the interfaces n sets too to
-// n: n restores them when it ends, old leaves them.
+// takeSysctls hands old's saved values for the sysctls n sets too to n: n
+// restores them when it ends, old leaves them.
 func (n *Node) takeSysctls(old *Node) {
 	old.promMu.Lock()
 	defer old.promMu.Unlock()
 	n.promMu.Lock()
 	defer n.promMu.Unlock()
-	for _, dev := range n.promoteDevs {
-		if s := old.promoted[dev]; s != nil {
+	paths := n.sysctlPaths
+	if n.rpCleared {
+		// clearRPFilter found all.rp_filter already 0, cleared by old:
+		// what old raised and cleared is n's to restore now.
+		for path := range old.promoted {
+			if strings.HasSuffix(path, "/rp_filter") && !slices.Contains(paths, path) {
+				paths = append(paths, path)
+			}
+		}
+	}
+	for _, path := range paths {
+		if s := old.promoted[path]; s != nil {
 			if n.promoted == nil {
 				n.promoted = map[string]*sysctlSave{}
 			}
-			if mine := n.promoted[dev]; mine != nil {
+			if mine := n.promoted[path]; mine != nil {
 				mine.f.Close()
 			}
-			n.promoted[dev] = s
-			delete(old.promoted, dev)
+			n.promoted[path] = s
+			delete(old.promoted, path)
 		}
 	}
 }
@@ -631,6 +687,11 @@ func (n *Node) takeSysctls(old *Node) {
 // A Node that never ran (a reload that failed after preparing it) lets go
 // of its link subscription too.
 func (n *Node) Close() {
+	if !n.running.Load() {
+		if err := n.removeVMACs(false); err != nil {
+			n.log.Warn("vrrp", "err", err)
+		}
+	}
 	n.restoreSysctls()
 	if n.track != nil && !n.running.Load() {
 		n.track.close()
@@ -746,7 +807,20 @@ func (in *instance) SendAdvert(prio uint8) {
 		}
 		in.sent.Add(1)
 	}
+	// garp_extra_if: checked at each advert of a master, as keepalived's
+	// vrrp_state_master_tx checks its vmac_garp_timer.
+	if p := in.cfg.Garp.ExtraIf; p > 0 && prio != 0 && State(in.state.Load()) == Master {
+		if now := time.Now(); now.UnixNano() > in.extraDue.Load() {
+			in.extraDue.Store(now.Add(p).UnixNano())
+			in.SendGARP(extraBurst)
+		}
+	}
 }
+
+// extraBurst, queued to announce, is garp_extra_if's: one address on each
+// interface other than the instance's own (its macvlan too with
+// vmac_xmit_base), as keepalived's vrrp_send_vmac_update.
+const extraBurst = -1
 
 // SendGARP is an Action: n announcements of every virtual address.
 func (in *instance) SendGARP(n int) {
@@ -760,7 +834,25 @@ func (in *instance) SendGARP(n int) {
 // announce sends the queued bursts until the queue is closed.
 func (in *instance) announce(done chan<- struct{}) {
 	defer close(done)
+	own := in.cfg.Interface // where the addresses of the instance's own go
+	if in.cfg.VMAC != nil {
+		own = in.cfg.VMAC.Name
+	}
 	for n := range in.garps {
+		if n == extraBurst {
+			if State(in.state.Load()) != Master {
+				continue
+			}
+			for dev, ann := range in.anns {
+				if dev == own && (in.cfg.VMAC == nil || !in.cfg.VMAC.XmitBase) {
+					continue
+				}
+				if err := ann.Announce(in.annAddrs[dev][:1]); err != nil {
+					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+				}
+			}
+			continue
+		}
 		for i := 0; i < n; i++ {
 			// A burst queued while master must not leave after the
 			// addresses have gone to another router.
@@ -798,6 +890,9 @@ func (in *instance) Transition(from, to State) {
 	if to == Master && in.ah != nil {
 		in.ah.BecomeMaster()
 	}
+	if to == Master && in.cfg.Garp.ExtraIf > 0 {
+		in.extraDue.Store(time.Now().Add(in.cfg.Garp.ExtraIf).UnixNano())
+	}
 	switch {
 	case to == Master:
 		in.addresses(true)
@@ -817,10 +912,7 @@ func (in *instance) Transition(from, to State) {
 // addresses adds (on) or removes the instance's virtual addresses.
 func (in *instance) addresses(on bool) {
 	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		dev := v.Dev
-		if dev == "" {
-			dev = in.cfg.Interface
-		}
+		dev := in.cfg.AddrDev(v)
 		var err error
 		if on {
 			err = in.node.addrs.Add(dev, v)

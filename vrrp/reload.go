@@ -108,6 +108,12 @@ func sameRouter(ac *config.Config, a *config.Instance, bc *config.Config, b *con
 	if a.VRID != b.VRID || a.Family != b.Family || a.Interface != b.Interface {
 		return false
 	}
+	// keepalived's vrrp_exist: use_vmac on one side only is another
+	// router. Its macvlan's name or MAC changed too, here: the old one
+	// goes with the old instance, the new one is made for the new.
+	if (a.VMAC == nil) != (b.VMAC == nil) || a.VMAC != nil && (a.VMAC.Name != b.VMAC.Name || a.VMAC.MAC != b.VMAC.MAC) {
+		return false
+	}
 	if (len(a.UnicastPeers) > 0) != (len(b.UnicastPeers) > 0) {
 		return false
 	}

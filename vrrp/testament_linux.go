@@ -79,7 +79,7 @@ func (n *Node) bequeath() {
 			if err != nil {
 				continue
 			}
-			t.Adverts = append(t.Adverts, WillAdvert{Instance: in.cfg.Name, Interface: in.cfg.Interface,
+			t.Adverts = append(t.Adverts, WillAdvert{Instance: in.cfg.Name, Interface: sendIf(in.cfg),
 				IPv6: in.sock.conn.ipv6, Src: in.primary, Dst: dst, Packet: b})
 		}
 	}

@@ -216,6 +216,11 @@ func (t *tracking) effective(in *instance) (uint8, bool) {
 	if !in.cfg.DontTrackPrimary && in.cfg.Interface != "" {
 		list = append(list, Tracked{Good: t.links[in.cfg.Interface]})
 	}
+	if !in.cfg.DontTrackPrimary && in.cfg.VMAC != nil {
+		// Its macvlan too, as keepalived adds the instance to it: down or
+		// deleted under directord, the instance is in FAULT.
+		list = append(list, Tracked{Good: t.links[in.cfg.VMAC.Name]})
+	}
 	list = append(list, Tracked{Good: !in.srcMissing})
 	return Effective(uint8(in.cfg.Priority), list)
 }

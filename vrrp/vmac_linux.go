@@ -1,0 +1,291 @@
+package vrrp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/directord/directord/config"
+)
+
+// vmacLink is a macvlan a Node runs a use_vmac instance on.
+type vmacLink struct {
+	name, base string
+	// created: this Node made it. A Node that never ran (a reload refused
+	// after NewNode) removes only those; a Node that ran removes every
+	// vmacLink it still holds (Adopt hands those a reload keeps over).
+	created bool
+}
+
+// vmac makes (or takes, when one is there already) the macvlan of a
+// use_vmac instance as keepalived 2.2.7's netlink_link_add_vmac does: a
+// private-mode macvlan of the instance's interface with the VRRP virtual
+// MAC, no automatic IPv6 link-local address (RFC 5798 section 7.4), IPv6
+// disabled on it unless the instance has IPv6 addresses, and up. For
+// IPv4 the sysctls that make the kernel answer ARP for the addresses from
+// the macvlan only (vmacSysctls); for IPv6 adverts sent on it, the link's
+// link-local source is added to it. A macvlan of that name on another
+// interface, or with another MAC or mode, is replaced, as keepalived
+// replaces it; an interface of that name that is not a macvlan is an
+// error (keepalived then falls back to a name of its own).
+func (n *Node) vmac(ci *config.Instance) error {
+	v := ci.VMAC
+	h := n.h
+	base, err := h.LinkByName(ci.Interface)
+	if err != nil {
+		return fmt.Errorf("instance %s: use_vmac: interface %s: %w", ci.Name, ci.Interface, err)
+	}
+	mac, err := net.ParseMAC(v.MAC)
+	if err != nil {
+		return fmt.Errorf("instance %s: use_vmac: %w", ci.Name, err)
+	}
+	ipv6 := ci.Family == "inet6"
+	if !ipv6 {
+		// Before the macvlan exists, so that it is made with the raised
+		// default and is set to 0 itself afterwards.
+		n.clearRPFilter()
+	}
+	l, err := h.LinkByName(v.Name)
+	var nf netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &nf):
+		l = nil
+	case err != nil:
+		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+	default:
+		mv, ok := l.(*netlink.Macvlan)
+		if !ok {
+			return fmt.Errorf("instance %s: use_vmac: interface %s exists and is not a macvlan (it is a %s)", ci.Name, v.Name, l.Type())
+		}
+		if mv.ParentIndex != base.Attrs().Index || mv.Mode != netlink.MACVLAN_MODE_PRIVATE || !bytes.Equal(mv.HardwareAddr, mac) {
+			n.log.Info("vrrp: replacing a macvlan of another interface, MAC or mode", "instance", ci.Name, "interface", v.Name)
+			if err := h.LinkDel(l); err != nil {
+				return fmt.Errorf("instance %s: use_vmac: remove old %s: %w", ci.Name, v.Name, err)
+			}
+			l = nil
+		}
+	}
+	created := false
+	if l == nil {
+		mv := &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: v.Name, ParentIndex: base.Attrs().Index, HardwareAddr: mac},
+			Mode: netlink.MACVLAN_MODE_PRIVATE}
+		if err := h.LinkAdd(mv); err != nil {
+			return fmt.Errorf("instance %s: use_vmac: create macvlan %s on %s with %s: %w", ci.Name, v.Name, ci.Interface, v.MAC, err)
+		}
+		created = true
+		if l, err = h.LinkByName(v.Name); err != nil {
+			return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+		}
+	}
+	n.vmacs = append(n.vmacs, &vmacLink{name: v.Name, base: ci.Interface, created: created})
+	if created {
+		n.log.Info("vrrp: macvlan created", "instance", ci.Name, "interface", v.Name, "base", ci.Interface, "mac", v.MAC)
+	}
+	if !ipv6 {
+		if err := n.vmacSysctls(v.Name, ci.Interface); err != nil {
+			return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+		}
+	}
+	// No link-local address made from the VMAC: the address generation
+	// mode first (it cannot go with the link's creation), then IPv6 off
+	// for an IPv4 instance without IPv6 addresses, as keepalived does.
+	if err := h.LinkSetIP6AddrGenMode(l, 1 /* IN6_ADDR_GEN_MODE_NONE */); err != nil {
+		n.log.Warn("vrrp: setting no IPv6 address generation on the macvlan", "instance", ci.Name, "interface", v.Name, "err", err)
+	}
+	v6 := ipv6
+	for _, x := range ci.ExcludedVIPs {
+		v6 = v6 || x.Prefix.Addr().Is6()
+	}
+	disable := "0"
+	if !v6 {
+		disable = "1"
+	}
+	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+v.Name+"/disable_ipv6", disable); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+	}
+	// No router solicitation from the VMAC when the link comes up: a
+	// switch would learn the VMAC at a backup's port (keepalived drops
+	// them with an nftables rule, setup_rule_drop_router_solicit).
+	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+v.Name+"/router_solicitations", "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+	}
+	if err := h.LinkSetUp(l); err != nil {
+		return fmt.Errorf("instance %s: use_vmac: set %s up: %w", ci.Name, v.Name, err)
+	}
+	if ipv6 {
+		return n.vmacLinkLocal(ci, base, l)
+	}
+	return nil
+}
+
+// vmacLinkLocal gives an IPv6 instance's macvlan the source of its adverts,
+// as keepalived's set_link_local_address does: the configured source,
+// else the interface's link-local address, else one made from the
+// interface's MAC (EUI-64). The kernel sends from a link-local address only
+// on a link that holds it. With vmac_xmit_base the adverts leave on the
+// interface: the macvlan holds none (one left from before is removed).
+func (n *Node) vmacLinkLocal(ci *config.Instance, base, l netlink.Link) error {
+	h := n.h
+	addrs, err := h.AddrList(l, netlink.FAMILY_V6)
+	if err != nil {
+		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, l.Attrs().Name, err)
+	}
+	if ci.VMAC.XmitBase {
+		for _, a := range addrs {
+			if a.IP.IsLinkLocalUnicast() {
+				if err := h.AddrDel(l, &a); err != nil {
+					n.log.Warn("vrrp: removing the macvlan's link-local address (vmac_xmit_base)", "instance", ci.Name, "err", err)
+				}
+			}
+		}
+		return nil
+	}
+	var src netip.Addr
+	switch {
+	case ci.UnicastSrcIP.Is6():
+		src = ci.UnicastSrcIP
+	case ci.MCastSrcIP.Is6():
+		src = ci.MCastSrcIP
+	default:
+		if ifi, err := net.InterfaceByName(ci.Interface); err == nil {
+			src, _ = PrimaryAddr(ifi, true)
+		}
+	}
+	if !src.IsValid() {
+		src = eui64LinkLocal(base.Attrs().HardwareAddr)
+	}
+	for _, a := range addrs {
+		if b, ok := netip.AddrFromSlice(a.IP); ok && b == src.WithZone("") {
+			return nil
+		}
+	}
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: src.WithZone("").AsSlice(), Mask: net.CIDRMask(64, 128)}, Flags: syscall.IFA_F_NODAD}
+	if err := h.AddrAdd(l, a); err != nil && !errors.Is(err, syscall.EEXIST) {
+		return fmt.Errorf("instance %s: use_vmac: add link-local %s to %s: %w", ci.Name, src, l.Attrs().Name, err)
+	}
+	return nil
+}
+
+// eui64LinkLocal is keepalived's make_link_local_address: fe80::/64 with
+// the modified EUI-64 of a 6-byte MAC.
+func eui64LinkLocal(mac net.HardwareAddr) netip.Addr {
+	var b [16]byte
+	b[0], b[1] = 0xfe, 0x80
+	if len(mac) == 6 {
+		b[8], b[9], b[10], b[11], b[12] = mac[0]^2, mac[1], mac[2], 0xff, 0xfe
+		b[13], b[14], b[15] = mac[3], mac[4], mac[5]
+	}
+	return netip.AddrFrom16(b)
+}
+
+// vmacSysctls sets what keepalived's set_interface_parameters sets for an
+// IPv4 macvlan: on it, arp_ignore 1 (ARP is answered only for its own
+// addresses, so the VIPs are answered with the VMAC), accept_local 1 and
+// rp_filter 0 (its traffic comes back through the parent), and
+// promote_secondaries 1; on the parent, arp_ignore 1 and arp_filter 1 (it
+// does not answer for the macvlan's addresses), restored when the Node
+// ends (a reload hands the saved values over).
+func (n *Node) vmacSysctls(name, base string) error {
+	for _, s := range [][2]string{{"arp_ignore", "1"}, {"accept_local", "1"}, {"rp_filter", "0"}, {"promote_secondaries", "1"}} {
+		if err := writeSysctl("/proc/sys/net/ipv4/conf/"+name+"/"+s[0], s[1]); err != nil {
+			return err
+		}
+	}
+	n.setSysctl("/proc/sys/net/ipv4/conf/"+base+"/arp_ignore", "1")
+	n.setSysctl("/proc/sys/net/ipv4/conf/"+base+"/arp_filter", "1")
+	return nil
+}
+
+// clearRPFilter is keepalived's clear_rp_filter, once per Node: a macvlan's
+// rp_filter 0 counts only with net.ipv4.conf.all.rp_filter 0 (the kernel
+// takes the larger), so when all is above 0, default and every interface
+// below it are raised to it, keeping each one's filtering as it was, and
+// all goes to 0. Everything is restored when the Node ends.
+func (n *Node) clearRPFilter() {
+	if n.rpCleared {
+		return
+	}
+	n.rpCleared = true
+	const dir = "/proc/sys/net/ipv4/conf/"
+	all, err := readSysctl(dir + "all/rp_filter")
+	if err != nil {
+		n.log.Warn("vrrp: reading net.ipv4.conf.all.rp_filter", "err", err)
+		return
+	}
+	if all == "0" {
+		return
+	}
+	names := []string{"default"}
+	if ifs, err := net.Interfaces(); err == nil {
+		for _, ifi := range ifs {
+			names = append(names, ifi.Name)
+		}
+	}
+	for _, name := range names {
+		if v, err := readSysctl(dir + name + "/rp_filter"); err == nil && v < all {
+			n.setSysctl(dir+name+"/rp_filter", all)
+		}
+	}
+	n.log.Info("vrrp: net.ipv4.conf.all.rp_filter set to 0 for the macvlans, each interface keeping its own", "was", all)
+	n.setSysctl(dir+"all/rp_filter", "0")
+}
+
+// removeVMACs removes the macvlans the Node holds (all), or only those it
+// created (a Node that never ran).
+func (n *Node) removeVMACs(all bool) error {
+	var errs []error
+	for _, v := range n.vmacs {
+		if !all && !v.created {
+			continue
+		}
+		l, err := n.h.LinkByName(v.name)
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			continue
+		}
+		if err == nil {
+			if _, ok := l.(*netlink.Macvlan); !ok {
+				continue // not ours any more
+			}
+			err = n.h.LinkDel(l)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("vrrp: remove macvlan %s: %w", v.name, err))
+			continue
+		}
+		n.log.Info("vrrp: macvlan removed", "interface", v.name, "base", v.base)
+	}
+	n.vmacs = nil
+	return errors.Join(errs...)
+}
+
+// takeVMACs hands the macvlans n uses too from old to n: old leaves them
+// when it stops.
+func (n *Node) takeVMACs(old *Node) {
+	kept := old.vmacs[:0]
+	for _, ov := range old.vmacs {
+		mine := false
+		for _, v := range n.vmacs {
+			mine = mine || v.name == ov.name
+		}
+		if !mine {
+			kept = append(kept, ov)
+		}
+	}
+	old.vmacs = kept
+}
+
+func readSysctl(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(bytes.TrimSpace(b)), err
+}
+
+func writeSysctl(path, v string) error {
+	return os.WriteFile(path, []byte(v), 0)
+}
