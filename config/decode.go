@@ -19,6 +19,14 @@ type decoder struct {
 	// that a reference to a block that had its own error is not reported
 	// again as a reference to nothing.
 	names map[string]map[string]bool
+	// rulePriority is the preference the next rule without one gets, per
+	// family (IPv4, IPv6): keepalived counts down from 16384 in the file's
+	// order, static_rules and virtual_rules alike.
+	rulePriority [2]uint32
+	// fs reads iproute2's rt_tables for table names; tables is what it
+	// holds, read at the first name (rtTables).
+	fs     FileSystem
+	tables []rtName
 	// procMisses are track_process entries naming no vrrp_track_process
 	// defined before them (decode_trackproc.go).
 	procMisses []procMiss

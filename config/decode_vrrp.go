@@ -769,21 +769,12 @@ func (d *decoder) route(c *Node) (Route, bool) {
 		case "table":
 			var v string
 			if v, ok = needValue(); ok {
-				switch v {
-				case "main":
-					r.Table = 254
-				case "local":
-					r.Table = 255
-				case "default":
-					r.Table = 253
-				default:
-					n, err := strconv.ParseUint(v, 0, 32)
-					if err != nil {
-						d.rep.errorf(c.Pos, c.Keyword, "route table %q is not a number, main, local or default", v)
-						return r, false
-					}
-					r.Table = int(n)
+				n, found := d.routeTable(v)
+				if !found {
+					d.rep.errorf(c.Pos, c.Keyword, "route table %q is not a number, nor a name of %s", v, rtTablesFile)
+					return r, false
 				}
+				r.Table = int(n)
 			}
 		case "metric", "priority", "preference":
 			r.Metric, ok = intValue()

@@ -65,7 +65,7 @@ func Load(path string, opts Options) (*Config, Diagnostics) {
 		rep.diags.sortStable(r.fileOrder)
 		return cfg, rep.diags
 	}
-	d := &decoder{rep: rep, cfg: cfg}
+	d := &decoder{rep: rep, cfg: cfg, fs: opts.FS}
 	walk(d, &Node{Children: nodes}, topBlock, cfg)
 	d.resolve()
 	d.validate()

@@ -25,6 +25,13 @@ type Config struct {
 	// TrackFiles are the track_file (vrrp_track_file) blocks that some
 	// instance or sync group tracks.
 	TrackFiles []*TrackFile `json:"track_files,omitempty"`
+	// StaticAddresses, StaticRoutes and StaticRules (static_ipaddress,
+	// static_routes, static_rules) are held from start to stop, whatever
+	// the instances' states; a static address without dev is on
+	// default_interface.
+	StaticAddresses []VIP   `json:"static_ipaddress,omitempty"`
+	StaticRoutes    []Route `json:"static_routes,omitempty"`
+	StaticRules     []Rule  `json:"static_rules,omitempty"`
 	// TrackProcesses are the vrrp_track_process blocks.
 	TrackProcesses []*TrackProcess `json:"track_processes,omitempty"`
 
@@ -91,6 +98,16 @@ type Global struct {
 	// RTPriority, when not 0, runs directord's threads in SCHED_RR at this
 	// priority (vrrp_rt_priority).
 	RTPriority int `json:"vrrp_rt_priority,omitempty"`
+	// MaxAutoPriority (max_auto_priority) is the highest SCHED_RR
+	// priority directord raises itself to, one step at a time, each time
+	// its timers fire more than MinAutoPriorityDelay
+	// (min_auto_priority_delay, 1 s by default) late: 0 never (keepalived's
+	// default; -1 says so too), 99 for the keyword without a value.
+	MaxAutoPriority      int           `json:"max_auto_priority,omitempty"`
+	MinAutoPriorityDelay time.Duration `json:"min_auto_priority_delay,omitempty"`
+	// DefaultInterface (default_interface, eth0 by default as in
+	// keepalived) holds the static_ipaddress lines that name no dev.
+	DefaultInterface string `json:"default_interface,omitempty"`
 	// NotifyFIFO (notify_fifo) receives every VRRP and LVS event line,
 	// VRRPNotifyFIFO (vrrp_notify_fifo) the VRRP ones, LVSNotifyFIFO
 	// (lvs_notify_fifo) the LVS ones; nil when not given.
@@ -316,6 +333,7 @@ type Instance struct {
 	VIPs         []VIP   `json:"virtual_ipaddress"`
 	ExcludedVIPs []VIP   `json:"virtual_ipaddress_excluded,omitempty"`
 	Routes       []Route `json:"virtual_routes,omitempty"`
+	Rules        []Rule  `json:"virtual_rules,omitempty"`
 
 	MCastSrcIP         netip.Addr    `json:"mcast_src_ip,omitzero"`
 	MCastDstIP         netip.Addr    `json:"mcast_dst_ip,omitzero"`

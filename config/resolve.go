@@ -36,6 +36,7 @@ func (d *decoder) resolve() {
 	for _, in := range d.cfg.Instances {
 		d.resolveInstance(in)
 	}
+	d.resolveStatic()
 	d.resolveVMACs()
 	d.pruneSyncGroups()
 	d.resolveTracking()

@@ -29,6 +29,7 @@ type Node struct {
 	log        *slog.Logger
 	addrs      *Addrs
 	routes     *Routes
+	rules      *Rules
 	groups     []*groupNotifier
 	socks      []*sock
 	insts      []*instance
@@ -162,7 +163,7 @@ type instance struct {
 // thread inside the network namespace the instances belong to; h is a
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
-	n := &Node{log: log, h: h, addrs: NewAddrs(h), routes: NewRoutes(h), pacers: map[string]*Pacer{},
+	n := &Node{log: log, h: h, addrs: NewAddrs(h), routes: NewRoutes(h), rules: NewRules(h), pacers: map[string]*Pacer{},
 		startupDelay: cfg.Global.StartupDelay}
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
@@ -477,7 +478,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	stopTracking()
 	<-tracked
-	err := errors.Join(n.routes.RemoveAll(), n.addrs.RemoveAll(), n.removeVMACs(true))
+	err := errors.Join(n.rules.RemoveAll(), n.routes.RemoveAll(), n.addrs.RemoveAll(), n.removeVMACs(true))
 	n.Close()
 	wg.Wait()
 	n.track.scriptsDone() // notify_stop has run, unless the queue is shared
@@ -611,6 +612,7 @@ func (in *instance) takeOver(old *instance) bool {
 			in.logger().Error("vrrp route", "err", err)
 		}
 	}
+	in.takeRules(old)
 	return added
 }
 
@@ -929,9 +931,12 @@ func (in *instance) Transition(from, to State) {
 		in.firewall(true)
 		in.addresses(true)
 		in.installRoutes(true)
+		in.installRules(true)
 		in.node.bequeath()
 	case from == Master:
-		// Routes before the addresses they may use as their source.
+		// Rules and routes before the addresses they may use as their
+		// source, as keepalived removes them.
+		in.installRules(false)
 		in.installRoutes(false)
 		in.addresses(false)
 		in.firewall(false)

@@ -65,7 +65,10 @@ func (r *Routes) toRoute(cr config.Route, dev string) (*netlink.Route, error) {
 	} else if n, err := strconv.Atoi(cr.Scope); err == nil {
 		rt.Scope = netlink.Scope(n)
 	}
-	if p, ok := routeProtocols[cr.Protocol]; ok {
+	if cr.Protocol == "" {
+		// keepalived's netlink_route: RTPROT_KEEPALIVED unless given.
+		rt.Protocol = netlink.RouteProtocol(routeProtocols["keepalived"])
+	} else if p, ok := routeProtocols[cr.Protocol]; ok {
 		rt.Protocol = netlink.RouteProtocol(p)
 	} else if n, err := strconv.Atoi(cr.Protocol); err == nil {
 		rt.Protocol = netlink.RouteProtocol(n)

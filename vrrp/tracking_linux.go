@@ -211,6 +211,7 @@ func (t *tracking) effective(in *instance) (uint8, bool) {
 		addLinks(g.TrackInterfaces)
 	}
 	list = append(list, t.fileEntries(in)...)
+	list = append(list, in.routingLinks(t.links)...)
 	list = append(list, t.processEntries(in)...)
 	if !in.cfg.DontTrackPrimary && in.cfg.Interface != "" {
 		list = append(list, Tracked{Good: t.links[in.cfg.Interface]})

@@ -47,6 +47,9 @@ type daemon struct {
 	nodeDone chan error
 	nodeKey  string // config.Canonical of what the node runs
 
+	statics   *vrrp.Statics // static_ipaddress, static_routes, static_rules (static.go)
+	staticsNL *netlink.Handle
+
 	k          *ipvs.Client
 	ipvsNS     *os.File   // net_namespace_ipvs's namespace, kept for the client's redials
 	fw         *nft.Table // the VIPs' drop table (nftables), across reloads; nil if none
@@ -163,6 +166,8 @@ func vrrpKey(cfg *config.Config) string {
 	g.SyncDaemon, g.LVSTimeouts, g.LVSFlush, g.LVSFlushOnStop = nil, nil, false, ""
 	g.Nice, g.RTPriority = 0, 0
 	g.NotifyFIFO, g.VRRPNotifyFIFO, g.LVSNotifyFIFO = nil, nil, nil // the daemon's (fifo.go)
+	// Read at start; default_interface is the static entries' (static.go).
+	g.MaxAutoPriority, g.MinAutoPriorityDelay, g.DefaultInterface = 0, 0, ""
 	scripts := slices.SortedFunc(slices.Values(cfg.Scripts), func(a, b *config.VRRPScript) int { return strings.Compare(a.Name, b.Name) })
 	groups := slices.SortedFunc(slices.Values(cfg.SyncGroups), func(a, b *config.SyncGroup) int { return strings.Compare(a.Name, b.Name) })
 	insts := slices.SortedFunc(slices.Values(cfg.Instances), func(a, b *config.Instance) int { return strings.Compare(a.Name, b.Name) })
@@ -322,6 +327,9 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	// the addresses.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if g := cfg.Global; g.MaxAutoPriority > 0 && d.runVRRP() {
+		go runAutoPriority(ctx, &autoPriority{max: g.MaxAutoPriority, minDelay: g.MinAutoPriorityDelay}, g.RTPriority, log)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -395,6 +403,10 @@ func (d *daemon) start(cfg *config.Config) error {
 		if err := d.startLVS(cfg); err != nil {
 			return err
 		}
+	}
+	// Before the instances: a unicast_src_ip may be a static address.
+	if err := d.applyStatics(cfg); err != nil {
+		return err
 	}
 	if d.runVRRP() && len(cfg.Instances) > 0 {
 		if err := d.startNode(cfg); err != nil {
@@ -633,6 +645,7 @@ func (d *daemon) shutdown() error {
 		errs = append(errs, d.fw.Close())
 		d.fw = nil
 	}
+	errs = append(errs, d.closeStatics()) // after the instances, as keepalived
 	if d.guard != nil {
 		d.guard.Stop() // after VRRP's own hand-over
 		d.guard = nil
@@ -713,6 +726,9 @@ func (d *daemon) reloadLocked() error {
 	script.CheckConfig(cfg, d.scriptSections(cfg), log)
 	// What can fail is tried before anything changes.
 	if _, err := director.NewPools(cfg); err != nil {
+		return err
+	}
+	if err := d.checkInterfaces(cfg); err != nil {
 		return err
 	}
 	wantLVS := d.runLVS(cfg)
@@ -827,6 +843,9 @@ func (d *daemon) reloadLocked() error {
 		}
 	} else if d.node != nil {
 		log.Info("reload: VRRP unchanged; its instances keep their state")
+	}
+	if err := d.applyStatics(cfg); err != nil {
+		log.Error("reload: static entries", "err", err)
 	}
 	d.openFIFOs(cfg) // those of the new file, if they changed
 	d.cfg = cfg

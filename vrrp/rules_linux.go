@@ -1,0 +1,253 @@
+package vrrp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/directord/directord/config"
+)
+
+// Rules installs policy routing rules (virtual_rules, static_rules) and
+// removes exactly those it installed.
+type Rules struct {
+	h     *netlink.Handle
+	mu    sync.Mutex
+	added map[string]*netlink.Rule
+}
+
+// NewRules returns a Rules working through h.
+func NewRules(h *netlink.Handle) *Rules {
+	return &Rules{h: h, added: map[string]*netlink.Rule{}}
+}
+
+var ruleActions = map[string]uint8{"table": nl.FR_ACT_TO_TBL, "goto": nl.FR_ACT_GOTO, "nop": nl.FR_ACT_NOP,
+	"blackhole": nl.FR_ACT_BLACKHOLE, "unreachable": nl.FR_ACT_UNREACHABLE, "prohibit": nl.FR_ACT_PROHIBIT}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	if !p.IsValid() {
+		return nil
+	}
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// toRule converts a configured rule into the request keepalived's
+// netlink_rule sends.
+func toRule(cr config.Rule) *netlink.Rule {
+	r := netlink.NewRule()
+	r.Family = unix.AF_INET
+	if cr.Family == "inet6" {
+		r.Family = unix.AF_INET6
+	}
+	r.Priority = int(cr.Priority)
+	r.Type = ruleActions[cr.Action]
+	r.Table = unix.RT_TABLE_UNSPEC
+	if cr.Action == "table" {
+		r.Table = int(cr.Table)
+	}
+	r.Src, r.Dst = ipNet(cr.From), ipNet(cr.To)
+	r.Invert = cr.Not
+	r.Tos = uint(cr.TOS)
+	if cr.HasFwMark {
+		r.Mark = cr.FwMark
+		if cr.HasFwMask {
+			m := cr.FwMask
+			r.Mask = &m
+		} else if cr.FwMark == 0 {
+			// The library sends no mark 0 without a mask; the kernel's
+			// default mask for a mark given alone is all ones.
+			m := uint32(0xffffffff)
+			r.Mask = &m
+		}
+	}
+	if cr.Realms != 0 {
+		r.Flow = int(cr.Realms)
+	}
+	r.SuppressPrefixlen, r.SuppressIfgroup = cr.SuppressPrefixLen, cr.SuppressIfGroup
+	r.IifName, r.OifName = cr.IIf, cr.OIf
+	if cr.Action == "goto" {
+		r.Goto = int(cr.Goto)
+	}
+	if cr.HasUIDRange {
+		r.UIDRange = netlink.NewRuleUIDRange(cr.UIDRange[0], cr.UIDRange[1])
+	}
+	if cr.HasSPort {
+		r.Sport = netlink.NewRulePortRange(cr.SPort[0], cr.SPort[1])
+	}
+	if cr.HasDPort {
+		r.Dport = netlink.NewRulePortRange(cr.DPort[0], cr.DPort[1])
+	}
+	r.IPProto = int(cr.IPProto)
+	if cr.HasProtocol {
+		r.Protocol = cr.Protocol
+	}
+	return r
+}
+
+// ruleKey names a rule by what makes it itself: its line, canonical.
+func ruleKey(cr config.Rule) string {
+	cr.Pos, cr.PriorityAuto = config.Pos{}, false
+	return config.Canonical(cr)
+}
+
+func ruleString(cr config.Rule) string {
+	from, to := "all", ""
+	if cr.From.IsValid() {
+		from = cr.From.String()
+	}
+	if cr.To.IsValid() {
+		to = " to " + cr.To.String()
+	}
+	return fmt.Sprintf("%d: from %s%s %s", cr.Priority, from, to, cr.Action)
+}
+
+// Add installs cr; a rule already there is left alone and not claimed.
+// A rule naming an interface that does not exist is refused, as
+// keepalived refuses it (the kernel would take the name).
+func (r *Rules) Add(cr config.Rule) error {
+	for _, dev := range []string{cr.IIf, cr.OIf} {
+		if dev == "" {
+			continue
+		}
+		if _, err := r.h.LinkByName(dev); err != nil {
+			return fmt.Errorf("add rule %s: interface %s: %w", ruleString(cr), dev, err)
+		}
+	}
+	nr := toRule(cr)
+	err := r.h.RuleAdd(nr)
+	if errors.Is(err, syscall.EEXIST) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("add rule %s: %w", ruleString(cr), err)
+	}
+	r.mu.Lock()
+	r.added[ruleKey(cr)] = nr
+	r.mu.Unlock()
+	return nil
+}
+
+// Clear removes cr whoever installed it, as keepalived clears its static
+// rules' leftovers at start; a rule not there is no error.
+func (r *Rules) Clear(cr config.Rule) error {
+	if err := r.h.RuleDel(toRule(cr)); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("remove rule %s: %w", ruleString(cr), err)
+	}
+	return nil
+}
+
+// Remove removes cr if Add installed it.
+func (r *Rules) Remove(cr config.Rule) error {
+	r.mu.Lock()
+	nr, ok := r.added[ruleKey(cr)]
+	delete(r.added, ruleKey(cr))
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := r.h.RuleDel(nr); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("remove rule %s: %w", ruleString(cr), err)
+	}
+	return nil
+}
+
+// Has reports whether Add installed cr and it is still claimed.
+func (r *Rules) Has(cr config.Rule) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.added[ruleKey(cr)] != nil
+}
+
+// RemoveAll removes every rule Add installed.
+func (r *Rules) RemoveAll() error {
+	r.mu.Lock()
+	added := r.added
+	r.added = map[string]*netlink.Rule{}
+	r.mu.Unlock()
+	var errs []error
+	for _, nr := range added {
+		if err := r.h.RuleDel(nr); err != nil && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove rule %s: %w", nr, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// take moves the claim on the rule cr from another Rules to r: the rule
+// stays and r will remove it. It reports whether from had installed it.
+func (r *Rules) take(from *Rules, cr config.Rule) bool {
+	k := ruleKey(cr)
+	from.mu.Lock()
+	nr, ok := from.added[k]
+	delete(from.added, k)
+	from.mu.Unlock()
+	if ok {
+		r.mu.Lock()
+		r.added[k] = nr
+		r.mu.Unlock()
+	}
+	return ok
+}
+
+// installRules adds (on) or removes the instance's virtual rules.
+func (in *instance) installRules(on bool) {
+	for _, r := range in.cfg.Rules {
+		var err error
+		if on {
+			err = in.node.rules.Add(r)
+		} else {
+			err = in.node.rules.Remove(r)
+		}
+		if err != nil {
+			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
+		}
+	}
+}
+
+// takeRules hands a resumed master's virtual rules from its predecessor,
+// adding those that are new; those the new configuration drops stay with
+// old, which removes them when it stops.
+func (in *instance) takeRules(old *instance) {
+	for _, r := range in.cfg.Rules {
+		if in.node.rules.take(old.node.rules, r) {
+			continue
+		}
+		if err := in.node.rules.Add(r); err != nil {
+			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
+		}
+	}
+}
+
+// routingLinks are the interfaces the instance's virtual rules (iif, oif)
+// and routes (dev) name, tracked as keepalived tracks them
+// (add_vrrp_to_interface, TRACK_RULE and TRACK_ROUTE): weight 0, so one
+// down puts the instance in FAULT; no_track ones are not.
+func (in *instance) routingLinks(links map[string]bool) []Tracked {
+	var out []Tracked
+	seen := map[string]bool{}
+	add := func(dev string) {
+		if dev != "" && !seen[dev] {
+			seen[dev] = true
+			out = append(out, Tracked{Good: links[dev]})
+		}
+	}
+	for _, r := range in.cfg.Rules {
+		if !r.NoTrack {
+			add(r.IIf)
+			add(r.OIf)
+		}
+	}
+	for _, r := range in.cfg.Routes {
+		if !r.NoTrack {
+			add(r.Dev)
+		}
+	}
+	return out
+}
