@@ -171,11 +171,11 @@ func (d *decoder) virtualServer(n *Node) *VirtualServer {
 	return vs
 }
 
-func family(a netip.Addr) string {
+func family(a netip.Addr) Family {
 	if a.Is4() || a.Is4In6() {
-		return "inet"
+		return Inet
 	}
-	return "inet6"
+	return Inet6
 }
 
 func schedFlag(d *decoder, n *Node, vs *VirtualServer) {
@@ -331,15 +331,16 @@ var vsBlock = &block[VirtualServer]{
 			"inhibit_on_failure": boolKey(func(vs *VirtualServer) *bool { return &vs.InhibitOnFailure }, nil),
 			"ip_family": func(d *decoder, n *Node, vs *VirtualServer) {
 				if s, ok := d.str(n); ok {
-					if s != "inet" && s != "inet6" {
+					f, err := ParseFamily(s)
+					if err != nil {
 						d.rep.errorf(n.Pos, n.Keyword, "%q is not inet or inet6", s)
 						return
 					}
-					if vs.Family != "" && vs.Family != s {
+					if vs.Family != FamilyUnset && vs.Family != f {
 						d.rep.errorf(n.Pos, n.Keyword, "%s does not match the virtual server's address", s)
 						return
 					}
-					vs.Family = s
+					vs.Family = f
 				}
 			},
 			"real_server": func(d *decoder, n *Node, vs *VirtualServer) {
@@ -1098,11 +1099,12 @@ func (d *decoder) vsgEntry(n *Node) (VSGEntry, bool) {
 		}
 		e.FWMark = uint32(v)
 		if len(n.Args) == 2 {
-			if n.Args[1] != "inet" && n.Args[1] != "inet6" {
+			f, err := ParseFamily(n.Args[1])
+			if err != nil {
 				d.rep.errorf(n.Pos, n.Keyword, "%q is not inet or inet6", n.Args[1])
 				return e, false
 			}
-			e.Family = n.Args[1]
+			e.Family = f
 		}
 		return e, true
 	}

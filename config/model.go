@@ -263,7 +263,7 @@ type Instance struct {
 	AdvertInt time.Duration `json:"advert_int"`
 	Version   int           `json:"version"`
 	// Family is inet or inet6, from the first virtual address.
-	Family       string        `json:"family"`
+	Family       Family        `json:"family"`
 	Preempt      bool          `json:"preempt"`
 	PreemptDelay time.Duration `json:"preempt_delay"`
 	Auth         *Auth         `json:"authentication,omitempty"`
@@ -387,7 +387,7 @@ type VSGEntry struct {
 	Last   netip.Addr `json:"last,omitzero"`
 	Port   uint16     `json:"port,omitempty"`
 	FWMark uint32     `json:"fwmark,omitempty"`
-	Family string     `json:"family,omitempty"`
+	Family Family     `json:"family,omitempty"`
 }
 
 // Method is an IPVS forwarding method (lvs_method / lb_kind).
@@ -415,7 +415,7 @@ type VirtualServer struct {
 	Addr     netip.AddrPort `json:"address,omitzero"`
 	FWMark   uint32         `json:"fwmark,omitempty"`
 	Group    string         `json:"group,omitempty"`
-	Family   string         `json:"family"`
+	Family   Family         `json:"family"`
 	Protocol string         `json:"protocol,omitempty"` // TCP, UDP or SCTP
 
 	Scheduler   string       `json:"lvs_sched"`

@@ -131,13 +131,13 @@ func (d *decoder) resolveInstance(in *Instance) {
 	case len(in.VIPs) > 0:
 		in.Family = family(in.VIPs[0].Prefix.Addr())
 	case in.set["native_ipv6"] != Pos{}:
-		in.Family = "inet6"
+		in.Family = Inet6
 	case in.UnicastSrcIP.IsValid():
 		in.Family = family(in.UnicastSrcIP)
 	case len(in.UnicastPeers) > 0:
 		in.Family = family(in.UnicastPeers[0].Addr)
 	default:
-		in.Family = "inet"
+		in.Family = Inet
 	}
 	// keepalived 2.2.7 drops an address of another family: "(VI_1):
 	// address family must match VRRP instance [2001:db8::15/64] - ignoring".
@@ -156,7 +156,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 	// An advert carries at most 255 addresses, and only as many as fit in a
 	// 1500-byte packet: keepalived moves the rest to the excluded list.
 	maxVIPs := 255
-	if in.Family == "inet6" {
+	if in.Family == Inet6 {
 		maxVIPs = 89 // what keepalived fits in a 1500-byte packet
 	}
 	if len(in.VIPs) > maxVIPs {
@@ -164,7 +164,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 		in.ExcludedVIPs = append(in.ExcludedVIPs, in.VIPs[maxVIPs:]...)
 		in.VIPs = in.VIPs[:maxVIPs:maxVIPs]
 	}
-	if in.Family == "inet6" && in.Version == 2 {
+	if in.Family == Inet6 && in.Version == 2 {
 		// keepalived uses version 3 for IPv6 silently; say so only when
 		// the instance asked for version 2 itself.
 		if pos, ok := in.set["version"]; ok {
@@ -208,7 +208,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 		case in.Version == 3:
 			d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "VRRPv3 has no authentication: ignored, as keepalived does")
 			in.Auth = nil
-		case in.Auth.Type == "AH" && in.Family == "inet6":
+		case in.Auth.Type == "AH" && in.Family == Inet6:
 			d.rep.errorf(posOf(in.set, "authentication", in.Pos), "authentication", "AH is not available with IPv6")
 		case in.Auth.Type == "AH" && in.State == "MASTER" && in.Priority != 255:
 			// keepalived 2.2.7: "Initial state master is incompatible
@@ -272,10 +272,10 @@ func (d *decoder) resolveInstance(in *Instance) {
 		switch {
 		case len(in.UnicastPeers) == 0:
 			d.rep.warnf(pos, "unicast_ttl", "has no effect without unicast_peer: ignored, as keepalived does")
-		case in.UnicastTTL == 0 && in.Family == "inet" && (in.Auth == nil || in.Auth.Type != "AH"):
+		case in.UnicastTTL == 0 && in.Family == Inet && (in.Auth == nil || in.Auth.Type != "AH"):
 			d.rep.errorf(pos, "unicast_ttl", "0 cannot be sent: the kernel refuses TTL 0 on directord's socket (keepalived writes it in its own IPv4 header)")
 		}
-	} else if in.Family == "inet6" {
+	} else if in.Family == Inet6 {
 		// keepalived sets no hop limit for IPv6 unicast adverts: the
 		// kernel's default (net.ipv6.conf.*.hop_limit, 64) goes.
 		in.UnicastTTL = -1
@@ -470,7 +470,7 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 	}
 	if vs.Persistence != nil && vs.Persistence.Granularity != "" {
 		g := vs.Persistence.Granularity
-		if fam := vs.familyGuess(); (fam == "inet" && !strings.Contains(g, ".")) || (fam == "inet6" && strings.Contains(g, ".")) {
+		if fam := vs.familyGuess(); (fam == Inet && !strings.Contains(g, ".")) || (fam == Inet6 && strings.Contains(g, ".")) {
 			d.rep.errorf(vs.Pos, "persistence_granularity", "%s does not suit an %s service", g, fam)
 		}
 	}
@@ -485,7 +485,7 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 		d.resolveRS(vs, rs)
 		total += int64(rs.Weight)
 	}
-	if vs.Family == "" {
+	if vs.Family == FamilyUnset {
 		vs.Family = vs.familyGuess()
 	}
 	if vs.Hysteresis >= vs.Quorum {
@@ -507,8 +507,8 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 
 // familyGuess is the virtual server's family, or for fwmark and group
 // services that of its first non-tunnelled real server, else inet.
-func (vs *VirtualServer) familyGuess() string {
-	if vs.Family != "" {
+func (vs *VirtualServer) familyGuess() Family {
+	if vs.Family != FamilyUnset {
 		return vs.Family
 	}
 	for _, rs := range vs.RealServers {
@@ -516,7 +516,7 @@ func (vs *VirtualServer) familyGuess() string {
 			return family(rs.Addr.Addr())
 		}
 	}
-	return "inet"
+	return Inet
 }
 
 func pick(v, def time.Duration) time.Duration {

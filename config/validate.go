@@ -43,9 +43,10 @@ func (d *decoder) validateVRRP() {
 	}
 
 	type vridKey struct {
-		iface, family string
-		vrid          int
-		mcast         netip.Addr
+		iface  string
+		family Family
+		vrid   int
+		mcast  netip.Addr
 	}
 	vrids := map[vridKey]*Instance{}
 	vips := map[vipKey]vipOwner{}
@@ -192,7 +193,7 @@ func (d *decoder) overlappingServices(groups map[string]*VirtualServerGroup) {
 		for _, e := range g.Entries {
 			if e.FWMark != 0 {
 				f := vs.Family
-				if e.Family != "" {
+				if e.Family != FamilyUnset {
 					f = e.Family
 				}
 				if !claim(vs, fmt.Sprintf("fwmark %d (%s)", e.FWMark, f)) {

@@ -80,8 +80,8 @@ func protocolOf(p string) ipvs.Protocol {
 	return ipvs.TCP
 }
 
-func familyOf(f string) ipvs.Family {
-	if f == "inet6" {
+func familyOf(f config.Family) ipvs.Family {
+	if f == config.Inet6 {
 		return ipvs.IPv6
 	}
 	return ipvs.IPv4
@@ -110,7 +110,7 @@ func keysOf(cfg *config.Config, vs *config.VirtualServer) ([]ipvs.ServiceKey, er
 	for _, e := range g.Entries {
 		if e.FWMark != 0 {
 			f := familyOf(vs.Family)
-			if e.Family != "" {
+			if e.Family != config.FamilyUnset {
 				f = familyOf(e.Family)
 			}
 			keys = append(keys, ipvs.MarkKey(f, e.FWMark))

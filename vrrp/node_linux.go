@@ -212,7 +212,7 @@ func (n *Node) faultOf(in *instance) (uint8, bool) {
 }
 
 func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[string]*sock) (*instance, error) {
-	ipv6 := ci.Family == "inet6"
+	ipv6 := ci.Family == config.Inet6
 	group := cfg.Global.MCastGroup4
 	if ipv6 {
 		group = cfg.Global.MCastGroup6

@@ -1,0 +1,63 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The configuration's keyword values that are one of a few words are
+// typed enums of one byte: the word is the text (String, MarshalText), so
+// --dump-config and Canonical show what they always showed, and every
+// package compares constants rather than strings. The zero value of each
+// is "not given", shown as the empty string.
+
+// enumText is the word of v in names, or v's number for a value no
+// constant has (a zero-filled or corrupted value, never made by Load).
+func enumText[T ~uint8](names []string, v T) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%T(%d)", v, uint8(v))
+}
+
+// enumParse is the value whose word is s; the empty word is the zero
+// value.
+func enumParse[T ~uint8](what string, names []string, s string) (T, error) {
+	if i := slices.Index(names, s); i >= 0 {
+		return T(i), nil
+	}
+	return 0, fmt.Errorf("%q is not a %s", s, what)
+}
+
+// Family is an address family: inet (IPv4) or inet6 (IPv6).
+type Family uint8
+
+// The address families.
+const (
+	FamilyUnset Family = iota
+	Inet
+	Inet6
+)
+
+var familyNames = []string{"", "inet", "inet6"}
+
+func (f Family) String() string                { return enumText(familyNames, f) }
+func (f Family) MarshalText() ([]byte, error)  { return []byte(f.String()), nil }
+func (f *Family) UnmarshalText(b []byte) error { return unmarshalEnum(f, "family", familyNames, b) }
+
+// ParseFamily reads inet or inet6.
+func ParseFamily(s string) (Family, error) {
+	if s == "" {
+		return 0, fmt.Errorf("no family")
+	}
+	return enumParse[Family]("family (inet or inet6)", familyNames, s)
+}
+
+func unmarshalEnum[T ~uint8](v *T, what string, names []string, b []byte) error {
+	x, err := enumParse[T](what, names, string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
+}
