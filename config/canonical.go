@@ -42,6 +42,6 @@ func (vs *VirtualServer) Identity() string {
 		F  uint32
 		G  string
 		Fa Family
-		P  string
+		P  Protocol
 	}{vs.Addr, vs.FWMark, vs.Group, vs.Family, vs.Protocol})
 }

@@ -52,16 +52,21 @@ func (d *decoder) method(n *Node) (Method, bool) {
 	if !d.noBlock(n) || !d.want(n, 1, -1) {
 		return Method{}, false
 	}
-	m := Method{Kind: n.Args[0]}
-	switch m.Kind {
+	var m Method
+	switch n.Args[0] {
 	case "NAT", "DR":
+		m.Kind = NAT
+		if n.Args[0] == "DR" {
+			m.Kind = DR
+		}
 		d.want(n, 1, 1)
 		return m, true
 	case "TUN":
+		m.Kind = TUN
 	default:
 		// keepalived 2.2.7: "unknown [FNAT] routing method", and the
 		// keyword is ignored (a virtual server then defaults to NAT).
-		d.rep.lenient(n.Pos, n.Keyword, "%q is not NAT, DR or TUN, ignored as keepalived does%s", m.Kind, didYouMean(m.Kind, []string{"NAT", "DR", "TUN"}))
+		d.rep.lenient(n.Pos, n.Keyword, "%q is not NAT, DR or TUN, ignored as keepalived does%s", n.Args[0], didYouMean(n.Args[0], []string{"NAT", "DR", "TUN"}))
 		return m, false
 	}
 	m.TunType, m.TunCsum = "ipip", "nocsum"
@@ -245,8 +250,8 @@ var vsBlock = &block[VirtualServer]{
 			},
 			"protocol": func(d *decoder, n *Node, vs *VirtualServer) {
 				if s, ok := d.str(n); ok {
-					p := strings.ToUpper(s)
-					if p != "TCP" && p != "UDP" && p != "SCTP" {
+					p, err := enumParse[Protocol]("protocol", protocolNames, strings.ToUpper(s))
+					if err != nil || p == ProtocolUnset {
 						d.rep.errorf(n.Pos, n.Keyword, "%q is not TCP, UDP or SCTP", s)
 						return
 					}

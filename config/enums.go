@@ -61,3 +61,41 @@ func unmarshalEnum[T ~uint8](v *T, what string, names []string, b []byte) error 
 	*v = x
 	return nil
 }
+
+// MethodKind is an IPVS forwarding method (lvs_method, lb_kind): NAT
+// (masquerading), DR (direct routing) or TUN (tunnelling).
+type MethodKind uint8
+
+// The forwarding methods.
+const (
+	MethodUnset MethodKind = iota
+	NAT
+	DR
+	TUN
+)
+
+var methodNames = []string{"", "NAT", "DR", "TUN"}
+
+func (k MethodKind) String() string                { return enumText(methodNames, k) }
+func (k MethodKind) MarshalText() ([]byte, error)  { return []byte(k.String()), nil }
+func (k *MethodKind) UnmarshalText(b []byte) error { return unmarshalEnum(k, "method", methodNames, b) }
+
+// Protocol is a virtual server's protocol: TCP, UDP or SCTP; unset for
+// a fwmark service.
+type Protocol uint8
+
+// The protocols.
+const (
+	ProtocolUnset Protocol = iota
+	TCP
+	UDP
+	SCTP
+)
+
+var protocolNames = []string{"", "TCP", "UDP", "SCTP"}
+
+func (p Protocol) String() string               { return enumText(protocolNames, p) }
+func (p Protocol) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+func (p *Protocol) UnmarshalText(b []byte) error {
+	return unmarshalEnum(p, "protocol", protocolNames, b)
+}

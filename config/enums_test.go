@@ -21,6 +21,12 @@ func enumCases() []enumCase {
 		{"Family", []string{"", "inet", "inet6"},
 			func(i int) encoding.TextMarshaler { return Family(i) },
 			func() encoding.TextUnmarshaler { return new(Family) }},
+		{"MethodKind", []string{"", "NAT", "DR", "TUN"},
+			func(i int) encoding.TextMarshaler { return MethodKind(i) },
+			func() encoding.TextUnmarshaler { return new(MethodKind) }},
+		{"Protocol", []string{"", "TCP", "UDP", "SCTP"},
+			func(i int) encoding.TextMarshaler { return Protocol(i) },
+			func() encoding.TextUnmarshaler { return new(Protocol) }},
 	}
 }
 

@@ -392,7 +392,7 @@ type VSGEntry struct {
 
 // Method is an IPVS forwarding method (lvs_method / lb_kind).
 type Method struct {
-	Kind string `json:"kind"` // NAT, DR or TUN
+	Kind MethodKind `json:"kind"`
 	// Tunnel options, for TUN only.
 	TunType string `json:"type,omitempty"` // ipip (default), gue or gre
 	TunPort uint16 `json:"port,omitempty"` // gue only
@@ -416,7 +416,7 @@ type VirtualServer struct {
 	FWMark   uint32         `json:"fwmark,omitempty"`
 	Group    string         `json:"group,omitempty"`
 	Family   Family         `json:"family"`
-	Protocol string         `json:"protocol,omitempty"` // TCP, UDP or SCTP
+	Protocol Protocol       `json:"protocol,omitempty"`
 
 	Scheduler   string       `json:"lvs_sched"`
 	SchedFlags  []string     `json:"sched_flags,omitempty"` // flag-1..3, sh-port, sh-fallback, mh-port, mh-fallback

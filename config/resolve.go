@@ -428,19 +428,19 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 	if vs.Scheduler == "" {
 		vs.Scheduler = "wlc"
 	}
-	if vs.Method.Kind == "" {
-		vs.Method = Method{Kind: "NAT"}
+	if vs.Method.Kind == MethodUnset {
+		vs.Method = Method{Kind: NAT}
 	}
 	if vs.FWMark != 0 {
 		if pos, ok := vs.set["protocol"]; ok {
 			d.rep.warnf(pos, "protocol", "ignored for a fwmark virtual server")
-			vs.Protocol = ""
+			vs.Protocol = ProtocolUnset
 		}
-	} else if vs.Protocol == "" {
-		vs.Protocol = "UDP"
+	} else if vs.Protocol == ProtocolUnset {
+		vs.Protocol = UDP
 		d.rep.warnf(vs.Pos, "virtual_server", "no protocol set: UDP, as keepalived defaults (write protocol TCP for a TCP service)")
 	}
-	if vs.OPS && vs.Protocol != "UDP" && vs.FWMark == 0 {
+	if vs.OPS && vs.Protocol != UDP && vs.FWMark == 0 {
 		d.rep.warnf(vs.Pos, "ops", "one-packet scheduling needs protocol UDP: ignored")
 		vs.OPS = false
 	}
@@ -477,7 +477,7 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 	t := vs.timing
 	vs.DelayLoop = pick(t.delayLoop, 60*time.Second)
 	vs.ConnectTimeout = pick(t.connectTimeout, 5*time.Second)
-	if vs.SorryServer != nil && vs.SorryServer.Method.Kind == "" {
+	if vs.SorryServer != nil && vs.SorryServer.Method.Kind == MethodUnset {
 		vs.SorryServer.Method = vs.Method
 	}
 	var total int64
@@ -512,7 +512,7 @@ func (vs *VirtualServer) familyGuess() Family {
 		return vs.Family
 	}
 	for _, rs := range vs.RealServers {
-		if rs.Method.Kind != "TUN" {
+		if rs.Method.Kind != TUN {
 			return family(rs.Addr.Addr())
 		}
 	}
@@ -539,7 +539,7 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 	if rs.Weight < 0 {
 		rs.Weight = vs.weight
 	}
-	if rs.Method.Kind == "" {
+	if rs.Method.Kind == MethodUnset {
 		rs.Method = vs.Method
 	}
 	if _, ok := rs.set["inhibit_on_failure"]; !ok {
@@ -551,7 +551,7 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 	if rs.Addr.Port() == 0 && vs.Addr.Port() != 0 {
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
 	}
-	if rs.Method.Kind != "NAT" && vs.FWMark != 0 && rs.Addr.Port() != 0 {
+	if rs.Method.Kind != NAT && vs.FWMark != 0 && rs.Addr.Port() != 0 {
 		// keepalived 2.2.7: "fwmark virtual server FWM 111, real server
 		// [192.0.2.31]:none:53 has port specified - clearing". Its checkers
 		// were made from the address before, so they keep the port.
@@ -563,7 +563,7 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 		}
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), 0)
 	}
-	if rs.Method.Kind != "NAT" && vs.Addr.IsValid() && rs.Addr.Port() != vs.Addr.Port() {
+	if rs.Method.Kind != NAT && vs.Addr.IsValid() && rs.Addr.Port() != vs.Addr.Port() {
 		d.rep.warnf(rs.Pos, "real_server", "%s cannot change the port: port %d used, not %d, as keepalived does", rs.Method.Kind, vs.Addr.Port(), rs.Addr.Port())
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
 	}

@@ -251,11 +251,11 @@ func (d *decoder) validateLVS() {
 			if rs.LThreshold > 0 && (rs.UThreshold == 0 || rs.LThreshold > rs.UThreshold) {
 				d.rep.errorf(rs.Pos, "lthreshold", "%d needs a uthreshold at least as high: the kernel refuses it", rs.LThreshold)
 			}
-			if rs.Method.Kind != "TUN" && family(rs.Addr.Addr()) != vs.Family {
+			if rs.Method.Kind != TUN && family(rs.Addr.Addr()) != vs.Family {
 				d.rep.errorf(rs.Pos, "real_server", "%s is not an %s address; only tunnelled real servers may differ in family from the virtual server", rs.Addr.Addr(), vs.Family)
 			}
 		}
-		if s := vs.SorryServer; s != nil && s.Method.Kind != "TUN" && family(s.Addr.Addr()) != vs.Family {
+		if s := vs.SorryServer; s != nil && s.Method.Kind != TUN && family(s.Addr.Addr()) != vs.Family {
 			d.rep.errorf(vs.Pos, "sorry_server", "%s is not an %s address", s.Addr.Addr(), vs.Family)
 		}
 	}

@@ -70,11 +70,11 @@ func granularity(g string) (int, error) {
 	return n, nil
 }
 
-func protocolOf(p string) ipvs.Protocol {
+func protocolOf(p config.Protocol) ipvs.Protocol {
 	switch p {
-	case "UDP":
+	case config.UDP:
 		return ipvs.UDP
-	case "SCTP":
+	case config.SCTP:
 		return ipvs.SCTP
 	}
 	return ipvs.TCP
@@ -142,9 +142,9 @@ func destOf(addr netip.AddrPort, m config.Method, weight int, uthr, lthr uint32)
 		LowerThreshold: lthr,
 	}
 	switch m.Kind {
-	case "NAT":
+	case config.NAT:
 		d.Forward = ipvs.Masquerade
-	case "TUN":
+	case config.TUN:
 		d.Forward = ipvs.Tunnel
 		switch m.TunType {
 		case "gue":

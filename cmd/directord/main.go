@@ -176,8 +176,8 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		case vs.Group != "":
 			id = "group " + vs.Group
 		}
-		if vs.Protocol != "" {
-			id = vs.Protocol + " " + id
+		if vs.Protocol != config.ProtocolUnset {
+			id = vs.Protocol.String() + " " + id
 		}
 		out("virtual_server %s: %s %s, %d real servers, %d checks\n",
 			id, vs.Scheduler, vs.Method.Kind, len(vs.RealServers), checks)

@@ -138,14 +138,14 @@ func FormatVS(vs *config.VirtualServer) string {
 }
 
 // trio is keepalived's inet_sockaddrtotrio: [ADDRESS]:PROTO:PORT.
-func trio(a netip.AddrPort, proto string) string {
+func trio(a netip.AddrPort, proto config.Protocol) string {
 	p := "none"
 	switch proto {
-	case "TCP":
+	case config.TCP:
 		p = "tcp"
-	case "UDP":
+	case config.UDP:
 		p = "udp"
-	case "SCTP":
+	case config.SCTP:
 		p = "sctp"
 	}
 	return fmt.Sprintf("[%s]:%s:%d", a.Addr().Unmap(), p, a.Port())
