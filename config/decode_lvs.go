@@ -435,7 +435,7 @@ var UnsupportedCheckers = map[string]bool{
 const uncheckedWhy = "the real server is not checked by it: always alive without another checker"
 
 // checkerKey returns the handler for a checker block of the given type.
-func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer) {
+func checkerKey(typ CheckerType, b *block[Checker]) func(*decoder, *Node, *RealServer) {
 	return func(d *decoder, n *Node, rs *RealServer) {
 		if !d.needBlock(n) {
 			return
@@ -443,15 +443,15 @@ func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer
 		d.want(n, 0, 0)
 		c := &Checker{Pos: n.Pos, Type: typ, timing: unsetTiming()}
 		switch typ {
-		case "HTTP_GET", "SSL_GET":
+		case CheckHTTPGet, CheckSSLGet:
 			c.HTTP = &HTTPCheck{HTTPProtocol: "1.0"}
-		case "MISC_CHECK":
+		case CheckMisc:
 			c.Misc = &MiscCheck{}
-		case "UDP_CHECK":
+		case CheckUDP:
 			c.UDP = &UDPCheck{MaxReply: 255}
-		case "DNS_CHECK":
+		case CheckDNS:
 			c.DNS = &DNSCheck{Type: "SOA"}
-		case "SMTP_CHECK":
+		case CheckSMTP:
 			c.SMTP = &SMTPCheck{}
 		}
 		walk(d, n, b, c)
@@ -523,13 +523,13 @@ var rsBlock = &block[RealServer]{
 			"notify_up":          func(d *decoder, n *Node, rs *RealServer) { rs.NotifyUp = d.script(n) },
 			"notify_down":        func(d *decoder, n *Node, rs *RealServer) { rs.NotifyDown = d.script(n) },
 			"virtualhost":        func(d *decoder, n *Node, rs *RealServer) { rs.VirtualHost, _ = d.str(n) },
-			"HTTP_GET":           checkerKey("HTTP_GET", httpCheckBlock),
-			"SSL_GET":            checkerKey("SSL_GET", httpCheckBlock),
-			"TCP_CHECK":          checkerKey("TCP_CHECK", tcpCheckBlock),
-			"MISC_CHECK":         checkerKey("MISC_CHECK", miscCheckBlock),
-			"UDP_CHECK":          checkerKey("UDP_CHECK", udpCheckBlock),
-			"DNS_CHECK":          checkerKey("DNS_CHECK", dnsCheckBlock),
-			"SMTP_CHECK":         checkerKey("SMTP_CHECK", smtpCheckBlock),
+			"HTTP_GET":           checkerKey(CheckHTTPGet, httpCheckBlock),
+			"SSL_GET":            checkerKey(CheckSSLGet, httpCheckBlock),
+			"TCP_CHECK":          checkerKey(CheckTCP, tcpCheckBlock),
+			"MISC_CHECK":         checkerKey(CheckMisc, miscCheckBlock),
+			"UDP_CHECK":          checkerKey(CheckUDP, udpCheckBlock),
+			"DNS_CHECK":          checkerKey(CheckDNS, dnsCheckBlock),
+			"SMTP_CHECK":         checkerKey(CheckSMTP, smtpCheckBlock),
 		}),
 	unsupported: map[string]string{
 		"BFD_CHECK": uncheckedWhy, "PING_CHECK": uncheckedWhy, "FILE_CHECK": uncheckedWhy,

@@ -99,3 +99,30 @@ func (p Protocol) MarshalText() ([]byte, error) { return []byte(p.String()), nil
 func (p *Protocol) UnmarshalText(b []byte) error {
 	return unmarshalEnum(p, "protocol", protocolNames, b)
 }
+
+// CheckerType is the kind of a real server's checker, named by its
+// block's keyword.
+type CheckerType uint8
+
+// The checkers directord has (UnsupportedCheckers are not among them).
+const (
+	CheckerUnset CheckerType = iota
+	CheckHTTPGet
+	CheckSSLGet
+	CheckTCP
+	CheckMisc
+	CheckUDP
+	CheckDNS
+	CheckSMTP
+)
+
+var checkerNames = []string{"", "HTTP_GET", "SSL_GET", "TCP_CHECK", "MISC_CHECK", "UDP_CHECK", "DNS_CHECK", "SMTP_CHECK"}
+
+func (t CheckerType) String() string               { return enumText(checkerNames, t) }
+func (t CheckerType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+func (t *CheckerType) UnmarshalText(b []byte) error {
+	return unmarshalEnum(t, "checker type", checkerNames, b)
+}
+
+// IsHTTP tells HTTP_GET and SSL_GET, the checkers with url blocks.
+func (t CheckerType) IsHTTP() bool { return t == CheckHTTPGet || t == CheckSSLGet }

@@ -27,6 +27,9 @@ func enumCases() []enumCase {
 		{"Protocol", []string{"", "TCP", "UDP", "SCTP"},
 			func(i int) encoding.TextMarshaler { return Protocol(i) },
 			func() encoding.TextUnmarshaler { return new(Protocol) }},
+		{"CheckerType", []string{"", "HTTP_GET", "SSL_GET", "TCP_CHECK", "MISC_CHECK", "UDP_CHECK", "DNS_CHECK", "SMTP_CHECK"},
+			func(i int) encoding.TextMarshaler { return CheckerType(i) },
+			func() encoding.TextUnmarshaler { return new(CheckerType) }},
 	}
 }
 

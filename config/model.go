@@ -505,8 +505,8 @@ func (rs *RealServer) AlwaysAlive() bool { return len(rs.Checkers) == 0 && len(r
 // (checker, else real server, else virtual server, else keepalived's
 // default for the checker's type).
 type Checker struct {
-	Pos  Pos    `json:"pos"`
-	Type string `json:"type"` // HTTP_GET, SSL_GET, TCP_CHECK, MISC_CHECK, UDP_CHECK, DNS_CHECK or SMTP_CHECK
+	Pos  Pos         `json:"pos"`
+	Type CheckerType `json:"type"`
 
 	ConnectIP   netip.Addr `json:"connect_ip,omitzero"`
 	ConnectPort uint16     `json:"connect_port,omitempty"`

@@ -412,13 +412,13 @@ func (d *decoder) resolveTracking() {
 }
 
 // Default check timings by checker type, as keepalived has them.
-func checkerDefaults(typ string) (retry int, delayBeforeRetry time.Duration) {
+func checkerDefaults(typ CheckerType) (retry int, delayBeforeRetry time.Duration) {
 	switch typ {
-	case "HTTP_GET", "SSL_GET":
+	case CheckHTTPGet, CheckSSLGet:
 		return 1, 3 * time.Second
-	case "MISC_CHECK":
+	case CheckMisc:
 		return 0, time.Second
-	case "DNS_CHECK":
+	case CheckDNS:
 		return 3, time.Second
 	}
 	return 1, time.Second

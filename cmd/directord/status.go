@@ -79,7 +79,7 @@ func (d *daemon) Status() control.Status {
 			for _, c := range v.checks.Checks() {
 				p, r := c.Where()
 				res, at := c.Last()
-				cc := control.Check{Type: c.Cfg.Type, Reason: res.Reason, Latency: res.Latency, At: at, Suspended: c.Suspended()}
+				cc := control.Check{Type: c.Cfg.Type.String(), Reason: res.Reason, Latency: res.Latency, At: at, Suspended: c.Suspended()}
 				if !at.IsZero() {
 					cc.Result = res.Outcome.String()
 				}

@@ -62,7 +62,7 @@ func TestConfigSaysWhatTheLabAssumes(t *testing.T) {
 				}
 				c := rs.Checkers[0]
 				bound := c.DelayLoop + time.Duration(c.Retry+1)*c.ConnectTimeout + time.Duration(c.Retry)*c.DelayBeforeRetry
-				if c.Type != "SSL_GET" || bound != DetectionBound {
+				if c.Type != config.CheckSSLGet || bound != DetectionBound {
 					t.Errorf("%s checker with a detection bound of %v; the lab assumes SSL_GET and %v", c.Type, bound, DetectionBound)
 				}
 			}
