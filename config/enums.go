@@ -126,3 +126,59 @@ func (t *CheckerType) UnmarshalText(b []byte) error {
 
 // IsHTTP tells HTTP_GET and SSL_GET, the checkers with url blocks.
 func (t CheckerType) IsHTTP() bool { return t == CheckHTTPGet || t == CheckSSLGet }
+
+// State is a VRRP instance's initial state (state MASTER or BACKUP).
+type State uint8
+
+// The initial states.
+const (
+	StateUnset State = iota
+	Backup
+	Master
+)
+
+var stateNames = []string{"", "BACKUP", "MASTER"}
+
+func (s State) String() string                { return enumText(stateNames, s) }
+func (s State) MarshalText() ([]byte, error)  { return []byte(s.String()), nil }
+func (s *State) UnmarshalText(b []byte) error { return unmarshalEnum(s, "state", stateNames, b) }
+
+// AuthType is VRRPv2's auth_type: PASS or AH.
+type AuthType uint8
+
+// The authentication types.
+const (
+	AuthUnset AuthType = iota
+	AuthPass
+	AuthAH
+)
+
+var authNames = []string{"", "PASS", "AH"}
+
+func (a AuthType) String() string                { return enumText(authNames, a) }
+func (a AuthType) MarshalText() ([]byte, error)  { return []byte(a.String()), nil }
+func (a *AuthType) UnmarshalText(b []byte) error { return unmarshalEnum(a, "auth_type", authNames, b) }
+
+// FlushOnStop is lvs_flush_on_stop: what directord removes from the
+// kernel's table when it stops.
+type FlushOnStop uint8
+
+// The lvs_flush_on_stop settings.
+const (
+	// FlushNone (not given) removes the virtual servers directord made
+	// or adopted, as keepalived.
+	FlushNone FlushOnStop = iota
+	// FlushAll (lvs_flush_on_stop) empties the whole table.
+	FlushAll
+	// FlushVS (lvs_flush_on_stop VS) removes the configured virtual
+	// servers.
+	FlushVS
+)
+
+var flushNames = []string{"", "ALL", "VS"}
+
+func (f FlushOnStop) String() string               { return enumText(flushNames, f) }
+func (f FlushOnStop) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+func (f *FlushOnStop) UnmarshalText(b []byte) error {
+	return unmarshalEnum(f, "lvs_flush_on_stop", flushNames, b)
+}

@@ -30,6 +30,15 @@ func enumCases() []enumCase {
 		{"CheckerType", []string{"", "HTTP_GET", "SSL_GET", "TCP_CHECK", "MISC_CHECK", "UDP_CHECK", "DNS_CHECK", "SMTP_CHECK"},
 			func(i int) encoding.TextMarshaler { return CheckerType(i) },
 			func() encoding.TextUnmarshaler { return new(CheckerType) }},
+		{"State", []string{"", "BACKUP", "MASTER"},
+			func(i int) encoding.TextMarshaler { return State(i) },
+			func() encoding.TextUnmarshaler { return new(State) }},
+		{"AuthType", []string{"", "PASS", "AH"},
+			func(i int) encoding.TextMarshaler { return AuthType(i) },
+			func() encoding.TextUnmarshaler { return new(AuthType) }},
+		{"FlushOnStop", []string{"", "ALL", "VS"},
+			func(i int) encoding.TextMarshaler { return FlushOnStop(i) },
+			func() encoding.TextUnmarshaler { return new(FlushOnStop) }},
 	}
 }
 

@@ -59,7 +59,7 @@ type Global struct {
 	SyncDaemon     *SyncDaemon  `json:"lvs_sync_daemon,omitempty"`
 	LVSTimeouts    *LVSTimeouts `json:"lvs_timeouts,omitempty"`
 	LVSFlush       bool         `json:"lvs_flush"`
-	LVSFlushOnStop string       `json:"lvs_flush_on_stop,omitempty"` // "", "ALL" or "VS"
+	LVSFlushOnStop FlushOnStop  `json:"lvs_flush_on_stop,omitempty"`
 
 	VRRPVersion          int           `json:"vrrp_version"`
 	MCastGroup4          netip.Addr    `json:"vrrp_mcast_group4"`
@@ -255,7 +255,7 @@ type TrackScript struct {
 type Instance struct {
 	Pos       Pos    `json:"pos"`
 	Name      string `json:"name"`
-	State     string `json:"state"` // MASTER or BACKUP: the initial state
+	State     State  `json:"state"` // the initial state
 	Interface string `json:"interface,omitempty"`
 	VRID      int    `json:"virtual_router_id"`
 	Priority  int    `json:"priority"`
@@ -315,8 +315,8 @@ type Instance struct {
 
 // Auth is VRRPv2 authentication.
 type Auth struct {
-	Type string `json:"auth_type"` // PASS or AH
-	Pass string `json:"auth_pass"` // at most 8 bytes
+	Type AuthType `json:"auth_type"`
+	Pass string   `json:"auth_pass"` // at most 8 bytes
 }
 
 // VIP is one virtual_ipaddress (or _excluded) line.

@@ -175,13 +175,13 @@ func (d *decoder) resolveInstance(in *Instance) {
 	_, stateSet := in.set["state"]
 	if in.Priority < 0 {
 		in.Priority = 100
-		if stateSet && in.State == "MASTER" {
+		if stateSet && in.State == Master {
 			in.Priority = 255
 			d.rep.warnf(in.Pos, "vrrp_instance", "%s: state MASTER without a priority: priority 255 (address owner), as keepalived does", in.Name)
 		}
 	}
 	if !stateSet && in.Priority == 255 {
-		in.State = "MASTER" // the address owner starts as master, as in keepalived
+		in.State = Master // the address owner starts as master, as in keepalived
 	}
 	// advert_int: whole seconds in VRRPv2, centiseconds up to 40.95 s in v3.
 	if in.Version == 2 {
@@ -208,14 +208,14 @@ func (d *decoder) resolveInstance(in *Instance) {
 		case in.Version == 3:
 			d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "VRRPv3 has no authentication: ignored, as keepalived does")
 			in.Auth = nil
-		case in.Auth.Type == "AH" && in.Family == Inet6:
+		case in.Auth.Type == AuthAH && in.Family == Inet6:
 			d.rep.errorf(posOf(in.set, "authentication", in.Pos), "authentication", "AH is not available with IPv6")
-		case in.Auth.Type == "AH" && in.State == "MASTER" && in.Priority != 255:
+		case in.Auth.Type == AuthAH && in.State == Master && in.Priority != 255:
 			// keepalived 2.2.7: "Initial state master is incompatible
 			// with AH authentication - clearing" (Neutron's L3 HA); the
 			// address owner keeps it (vrrp.c, vrrp_complete_instance).
 			d.rep.lenient(posOf(in.set, "state", in.Pos), "state", "%s: state MASTER does not go with AH authentication: BACKUP, as keepalived does", in.Name)
-			in.State = "BACKUP"
+			in.State = Backup
 		}
 	}
 	def := func(v *time.Duration, global time.Duration) {
@@ -272,7 +272,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 		switch {
 		case len(in.UnicastPeers) == 0:
 			d.rep.warnf(pos, "unicast_ttl", "has no effect without unicast_peer: ignored, as keepalived does")
-		case in.UnicastTTL == 0 && in.Family == Inet && (in.Auth == nil || in.Auth.Type != "AH"):
+		case in.UnicastTTL == 0 && in.Family == Inet && (in.Auth == nil || in.Auth.Type != AuthAH):
 			d.rep.errorf(pos, "unicast_ttl", "0 cannot be sent: the kernel refuses TTL 0 on directord's socket (keepalived writes it in its own IPv4 header)")
 		}
 	} else if in.Family == Inet6 {
@@ -284,7 +284,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 	// keepalived's rules for preemption, applied as it applies them.
 	if pos, ok := in.set["nopreempt"]; ok && !in.Preempt {
 		switch {
-		case in.State == "MASTER":
+		case in.State == Master:
 			d.rep.warnf(pos, "nopreempt", "needs state BACKUP: cleared, as keepalived does")
 			in.Preempt = true
 		case in.Priority == 255:
@@ -294,7 +294,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 	}
 	if pos, ok := in.set["preempt_delay"]; ok && in.PreemptDelay > 0 {
 		switch {
-		case in.State == "MASTER":
+		case in.State == Master:
 			d.rep.warnf(pos, "preempt_delay", "needs state BACKUP: cleared, as keepalived does")
 			in.PreemptDelay = 0
 		case !in.Preempt:
@@ -321,15 +321,15 @@ func (d *decoder) strictMode(in *Instance) {
 	if !in.Strict {
 		return
 	}
-	if in.State == "MASTER" && in.Priority != 255 {
+	if in.State == Master && in.Priority != 255 {
 		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode allows state MASTER only for the address owner (priority 255): BACKUP, as keepalived does", in.Name)
-		in.State = "BACKUP"
+		in.State = Backup
 	}
-	if in.State != "MASTER" && in.Priority == 255 {
+	if in.State != Master && in.Priority == 255 {
 		// keepalived: "State MASTER must match being address owner",
 		// both ways (vrrp_complete_instance).
 		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode starts the address owner (priority 255) in state MASTER, as keepalived does", in.Name)
-		in.State = "MASTER"
+		in.State = Master
 	}
 	if in.Auth != nil {
 		d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "strict mode has no authentication: ignored, as keepalived does")

@@ -71,7 +71,7 @@ func (d *decoder) validateVRRP() {
 		if in.Version == 3 && len(in.VIPs) == 0 && !in.Strict {
 			d.rep.errorf(in.Pos, "vrrp_instance", "%s: VRRPv3 needs at least one virtual_ipaddress (keepalived refuses it too)", in.Name)
 		}
-		if in.Priority == 255 && in.State != "MASTER" {
+		if in.Priority == 255 && in.State != Master {
 			d.rep.warnf(in.Pos, "priority", "%s: priority 255 means this router owns the addresses; it should be state MASTER", in.Name)
 		}
 		checkScripts(in.TrackScripts)
