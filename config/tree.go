@@ -33,6 +33,10 @@ type treeBuilder struct {
 	// skip counts the open blocks being skipped: one opened without a
 	// keyword, or nested too deep.
 	skip int
+	// emit, when set, takes each top-level node once it is complete (the
+	// next top-level keyword is read, or the input ends), which is then
+	// no longer kept: a large file's tree is never held whole.
+	emit func(*Node)
 }
 
 func newTreeBuilder(rep *reporter) *treeBuilder {
@@ -107,6 +111,14 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 				}
 			}
 			top := b.stack[len(b.stack)-1]
+			if top == &b.root && b.emit != nil && len(top.Children) > 0 {
+				// Only blocks still open receive nodes: the previous
+				// top-level node is complete.
+				prev := top.Children[0]
+				top.Children[0] = nil
+				top.Children = top.Children[:0]
+				b.emit(prev)
+			}
 			top.Children = append(top.Children, n)
 			b.pending = n
 			i = j
@@ -114,12 +126,20 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 	}
 }
 
-// finish closes the input and returns the top-level nodes. Blocks still
-// open are reported once, at the innermost.
+// finish closes the input and returns the top-level nodes not emitted
+// (all of them without emit). Blocks still open are reported once, at the
+// innermost.
 func (b *treeBuilder) finish() []*Node {
 	if len(b.stack) > 1 {
 		n := b.stack[len(b.stack)-1]
 		b.rep.errorf(n.Pos, n.Keyword, "block is never closed: missing }")
+	}
+	if b.emit != nil {
+		rest := b.root.Children
+		b.root.Children = nil
+		for _, n := range rest {
+			b.emit(n)
+		}
 	}
 	return b.root.Children
 }
