@@ -1,5 +1,7 @@
 package config
 
+import "strings"
+
 // Node is one keyword of the configuration with its arguments and, when it
 // opens a block, the nodes inside.
 type Node struct {
@@ -37,6 +39,24 @@ type treeBuilder struct {
 	// next top-level keyword is read, or the input ends), which is then
 	// no longer kept: a large file's tree is never held whole.
 	emit func(*Node)
+	// words holds one copy of each word put in a node: the model keeps
+	// no substring of a file's text (which would keep the whole text
+	// alive), and the words many blocks repeat ("/healthz", "200") are
+	// one string.
+	words map[string]string
+}
+
+// word is s as one copy shared by every node that has it.
+func (b *treeBuilder) word(s string) string {
+	if w, ok := b.words[s]; ok {
+		return w
+	}
+	if b.words == nil {
+		b.words = map[string]string{}
+	}
+	w := strings.Clone(s)
+	b.words[w] = w
+	return w
 }
 
 func newTreeBuilder(rep *reporter) *treeBuilder {
@@ -101,12 +121,12 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 			for j < len(toks) && (toks[j].quoted || (toks[j].text != "{" && toks[j].text != "}")) {
 				j++
 			}
-			n := &Node{Pos: pos, Keyword: t.text}
+			n := &Node{Pos: pos, Keyword: b.word(t.text)}
 			if j > i+1 {
 				n.Args = make([]string, j-i-1)
 				n.quoted = make([]bool, j-i-1)
 				for k := range n.Args {
-					n.Args[k] = toks[i+1+k].text
+					n.Args[k] = b.word(toks[i+1+k].text)
 					n.quoted[k] = toks[i+1+k].quoted
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"unsafe"
+
 	"github.com/directord/directord/internal/testconf"
 )
 
@@ -41,4 +43,46 @@ func TestTreeEmitsEachTopLevelBlock(t *testing.T) {
 	if len(whole) < 5 || string(a) != string(b) {
 		t.Errorf("emitted tree differs from the whole one (%d and %d top-level nodes)", len(streamed), len(whole))
 	}
+}
+
+// TestTreeWordsAreCopies: a node's words share no memory with the file's
+// text, so the model does not keep a large file's text alive, and a word
+// that many lines repeat is one string.
+func TestTreeWordsAreCopies(t *testing.T) {
+	text := "a /healthz {\n b /healthz\n}\n"
+	rep := &reporter{}
+	r := newReader(MapFS{"/k.conf": text}, "", rep, defaultLimits)
+	tb := newTreeBuilder(rep)
+	r.emit = tb.line
+	var data []byte
+	r.fs = readHook{MapFS{"/k.conf": text}, &data}
+	r.readFile("/k.conf", Pos{}, true)
+	nodes := tb.finish()
+	if len(nodes) != 1 || len(nodes[0].Children) != 1 {
+		t.Fatalf("tree %v", nodes)
+	}
+	in := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+		return p >= start && p < start+uintptr(len(data))
+	}
+	a, b := nodes[0].Args[0], nodes[0].Children[0].Args[0]
+	if in(a) || in(b) || in(nodes[0].Keyword) {
+		t.Errorf("a word points into the file's text")
+	}
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Errorf("the two /healthz are two strings")
+	}
+}
+
+// readHook is a MapFS that keeps the bytes it returned.
+type readHook struct {
+	MapFS
+	data *[]byte
+}
+
+func (h readHook) ReadFile(name string) ([]byte, error) {
+	b, err := h.MapFS.ReadFile(name)
+	*h.data = b
+	return b, err
 }
