@@ -69,7 +69,7 @@ func (d *decoder) method(n *Node) (Method, bool) {
 		d.rep.lenient(n.Pos, n.Keyword, "%q is not NAT, DR or TUN, ignored as keepalived does%s", n.Args[0], didYouMean(n.Args[0], []string{"NAT", "DR", "TUN"}))
 		return m, false
 	}
-	m.TunType, m.TunCsum = "ipip", "nocsum"
+	m.TunType, m.TunCsum = TunnelIPIP, NoCsum
 	args := n.Args[1:]
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; a {
@@ -79,9 +79,9 @@ func (d *decoder) method(n *Node) (Method, bool) {
 				return m, false
 			}
 			i++
-			switch args[i] {
-			case "ipip", "gue", "gre":
-				m.TunType = args[i]
+			switch t, err := enumParse[TunnelType]("tunnel type", tunnelNames, args[i]); {
+			case err == nil && t != TunnelUnset:
+				m.TunType = t
 			default:
 				d.rep.errorf(n.Pos, n.Keyword, "tunnel type %q is not ipip, gue or gre", args[i])
 				return m, false
@@ -98,23 +98,23 @@ func (d *decoder) method(n *Node) (Method, bool) {
 			}
 			m.TunPort = p
 		case "nocsum", "csum", "remcsum":
-			m.TunCsum = a
+			m.TunCsum, _ = enumParse[TunnelCsum]("tunnel checksum", csumNames, a)
 		default:
 			d.rep.errorf(n.Pos, n.Keyword, "unknown tunnel option %q%s", a, didYouMean(a, []string{"type", "port", "nocsum", "csum", "remcsum"}))
 			return m, false
 		}
 	}
 	switch {
-	case m.TunType == "gue" && m.TunPort == 0:
+	case m.TunType == TunnelGUE && m.TunPort == 0:
 		d.rep.errorf(n.Pos, n.Keyword, "a gue tunnel needs a port")
 		return m, false
-	case m.TunType != "gue" && m.TunPort != 0:
+	case m.TunType != TunnelGUE && m.TunPort != 0:
 		d.rep.errorf(n.Pos, n.Keyword, "port applies only to gue tunnels")
 		return m, false
-	case m.TunType == "ipip" && m.TunCsum != "nocsum":
+	case m.TunType == TunnelIPIP && m.TunCsum != NoCsum:
 		d.rep.errorf(n.Pos, n.Keyword, "an ipip tunnel takes no checksum option")
 		return m, false
-	case m.TunType == "gre" && m.TunCsum == "remcsum":
+	case m.TunType == TunnelGRE && m.TunCsum == RemCsum:
 		d.rep.errorf(n.Pos, n.Keyword, "a gre tunnel does not support remcsum")
 		return m, false
 	}

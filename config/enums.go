@@ -182,3 +182,43 @@ func (f FlushOnStop) MarshalText() ([]byte, error) { return []byte(f.String()), 
 func (f *FlushOnStop) UnmarshalText(b []byte) error {
 	return unmarshalEnum(f, "lvs_flush_on_stop", flushNames, b)
 }
+
+// TunnelType is a TUN method's tunnel: ipip (the default), gue or gre;
+// unset for the other methods.
+type TunnelType uint8
+
+// The tunnel types.
+const (
+	TunnelUnset TunnelType = iota
+	TunnelIPIP
+	TunnelGUE
+	TunnelGRE
+)
+
+var tunnelNames = []string{"", "ipip", "gue", "gre"}
+
+func (t TunnelType) String() string               { return enumText(tunnelNames, t) }
+func (t TunnelType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+func (t *TunnelType) UnmarshalText(b []byte) error {
+	return unmarshalEnum(t, "tunnel type", tunnelNames, b)
+}
+
+// TunnelCsum is a TUN method's checksum option: nocsum (the default),
+// csum or remcsum; unset for the other methods.
+type TunnelCsum uint8
+
+// The tunnel checksum options.
+const (
+	CsumUnset TunnelCsum = iota
+	NoCsum
+	Csum
+	RemCsum
+)
+
+var csumNames = []string{"", "nocsum", "csum", "remcsum"}
+
+func (c TunnelCsum) String() string               { return enumText(csumNames, c) }
+func (c TunnelCsum) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+func (c *TunnelCsum) UnmarshalText(b []byte) error {
+	return unmarshalEnum(c, "tunnel checksum", csumNames, b)
+}

@@ -39,6 +39,12 @@ func enumCases() []enumCase {
 		{"FlushOnStop", []string{"", "ALL", "VS"},
 			func(i int) encoding.TextMarshaler { return FlushOnStop(i) },
 			func() encoding.TextUnmarshaler { return new(FlushOnStop) }},
+		{"TunnelType", []string{"", "ipip", "gue", "gre"},
+			func(i int) encoding.TextMarshaler { return TunnelType(i) },
+			func() encoding.TextUnmarshaler { return new(TunnelType) }},
+		{"TunnelCsum", []string{"", "nocsum", "csum", "remcsum"},
+			func(i int) encoding.TextMarshaler { return TunnelCsum(i) },
+			func() encoding.TextUnmarshaler { return new(TunnelCsum) }},
 	}
 }
 

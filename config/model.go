@@ -394,9 +394,9 @@ type VSGEntry struct {
 type Method struct {
 	Kind MethodKind `json:"kind"`
 	// Tunnel options, for TUN only.
-	TunType string `json:"type,omitempty"` // ipip (default), gue or gre
-	TunPort uint16 `json:"port,omitempty"` // gue only
-	TunCsum string `json:"csum,omitempty"` // nocsum (default), csum or remcsum
+	TunType TunnelType `json:"type,omitempty"`
+	TunPort uint16     `json:"port,omitempty"` // gue only
+	TunCsum TunnelCsum `json:"csum,omitempty"`
 }
 
 // Persistence is a virtual server's persistence; nil when not persistent.

@@ -147,15 +147,15 @@ func destOf(addr netip.AddrPort, m config.Method, weight int, uthr, lthr uint32)
 	case config.TUN:
 		d.Forward = ipvs.Tunnel
 		switch m.TunType {
-		case "gue":
+		case config.TunnelGUE:
 			d.TunnelType, d.TunnelPort = 1, m.TunPort
-		case "gre":
+		case config.TunnelGRE:
 			d.TunnelType = 2
 		}
 		switch m.TunCsum {
-		case "csum":
+		case config.Csum:
 			d.TunnelFlags = 1
-		case "remcsum":
+		case config.RemCsum:
 			d.TunnelFlags = 2
 		}
 	default:
