@@ -192,7 +192,7 @@ func schedFlag(d *decoder, n *Node, vs *VirtualServer) {
 
 var vsBlock = &block[VirtualServer]{
 	name: "virtual_server",
-	keys: mergeKeys(timingKeys(func(vs *VirtualServer) *timing { return &vs.timing }, 1),
+	keys: mergeKeys(timingKeys(func(vs *VirtualServer) *timing { return vs.timing }, 1),
 		map[string]func(*decoder, *Node, *VirtualServer){
 			"smtp_alert": func(d *decoder, n *Node, vs *VirtualServer) { vs.smtpAlert = d.tristate(n) },
 			"lvs_sched": func(d *decoder, n *Node, vs *VirtualServer) {
@@ -495,7 +495,7 @@ func checkerKey(typ CheckerType, b *block[Checker]) func(*decoder, *Node, *RealS
 
 var rsBlock = &block[RealServer]{
 	name: "real_server",
-	keys: mergeKeys(timingKeys(func(rs *RealServer) *timing { return &rs.timing }, 1),
+	keys: mergeKeys(timingKeys(func(rs *RealServer) *timing { return rs.timing }, 1),
 		map[string]func(*decoder, *Node, *RealServer){
 			"smtp_alert": func(d *decoder, n *Node, rs *RealServer) { rs.smtpAlert = d.tristate(n) },
 			"weight": func(d *decoder, n *Node, rs *RealServer) {
@@ -539,7 +539,7 @@ var rsBlock = &block[RealServer]{
 
 // Checker blocks: every checker has the timings and alpha; all but
 // MISC_CHECK the connection options; HTTP_GET and SSL_GET their own.
-var checkerTiming = mergeKeys(timingKeys(func(c *Checker) *timing { return &c.timing }, 0),
+var checkerTiming = mergeKeys(timingKeys(func(c *Checker) *timing { return c.timing }, 0),
 	map[string]func(*decoder, *Node, *Checker){
 		"alpha": func(d *decoder, n *Node, c *Checker) {
 			if v, ok := d.flag(n); ok {
@@ -765,7 +765,7 @@ var smtpCheckBlock = &block[Checker]{
 var smtpHostBlock = &block[Checker]{
 	name: "host",
 	keys: mergeKeys(checkerConnection, map[string]func(*decoder, *Node, *Checker){
-		"connect_timeout": timingKeys(func(c *Checker) *timing { return &c.timing }, 0)["connect_timeout"],
+		"connect_timeout": timingKeys(func(c *Checker) *timing { return c.timing }, 0)["connect_timeout"],
 	}),
 }
 
@@ -782,7 +782,8 @@ func (d *decoder) smtpHosts(n *Node, c *Checker) []*Checker {
 			continue
 		}
 		d.want(k, 0, 0)
-		h := &Checker{Pos: k.Pos, Type: c.Type, timing: c.timing, alpha: c.alpha, LogAllFailures: c.LogAllFailures,
+		own := *c.timing
+		h := &Checker{Pos: k.Pos, Type: c.Type, timing: &own, alpha: c.alpha, LogAllFailures: c.LogAllFailures,
 			Rise: c.Rise, Fall: c.Fall, SMTP: &SMTPCheck{HELOName: c.SMTP.HELOName}}
 		h.timing.connectTimeout = -1
 		walk(d, k, smtpHostBlock, h)

@@ -474,7 +474,7 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 			d.rep.errorf(vs.Pos, "persistence_granularity", "%s does not suit an %s service", g, fam)
 		}
 	}
-	t := vs.timing
+	t := *vs.timing
 	vs.DelayLoop = pick(t.delayLoop, 60*time.Second)
 	vs.ConnectTimeout = pick(t.connectTimeout, 5*time.Second)
 	if vs.SorryServer != nil && vs.SorryServer.Method.Kind == MethodUnset {
@@ -483,8 +483,10 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 	var total int64
 	for _, rs := range vs.RealServers {
 		d.resolveRS(vs, rs)
+		rs.timing = nil
 		total += int64(rs.Weight)
 	}
+	vs.timing = nil
 	if vs.Family == FamilyUnset {
 		vs.Family = vs.familyGuess()
 	}
@@ -567,9 +569,10 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 		d.rep.warnf(rs.Pos, "real_server", "%s cannot change the port: port %d used, not %d, as keepalived does", rs.Method.Kind, vs.Addr.Port(), rs.Addr.Port())
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
 	}
-	vt, rt := vs.timing, rs.timing
+	vt, rt := *vs.timing, *rs.timing
 	for _, c := range rs.Checkers {
-		ct := c.timing
+		ct := *c.timing
+		c.timing = nil
 		retry, dbr := checkerDefaults(c.Type)
 		c.DelayLoop = pick(ct.delayLoop, pick(rt.delayLoop, vs.DelayLoop))
 		c.ConnectTimeout = pick(ct.connectTimeout, pick(rt.connectTimeout, vs.ConnectTimeout))
