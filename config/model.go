@@ -33,9 +33,17 @@ type Config struct {
 }
 
 // Difference is one use of a keyword that directord runs differently from
-// keepalived: where, which, and how (the text of Differences).
+// keepalived: where, which, and how (the text of Differences). A large
+// file uses some such keyword once per real server, so what differs is
+// one DifferenceKind that every use of the keyword shares.
 type Difference struct {
-	Pos     Pos
+	Pos Pos
+	*DifferenceKind
+}
+
+// DifferenceKind is a keyword that directord runs differently from
+// keepalived, with how: an entry of Differences.
+type DifferenceKind struct {
 	Block   string
 	Keyword string
 	How     string
