@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"unsafe"
@@ -85,4 +86,21 @@ func (h readHook) ReadFile(name string) ([]byte, error) {
 	b, err := h.MapFS.ReadFile(name)
 	*h.data = b
 	return b, err
+}
+
+// TestReadSized: a file is read whole, into one buffer of its size when
+// the size is right, and whole all the same when it is not.
+func TestReadSized(t *testing.T) {
+	text := strings.Repeat("virtual_server 10.0.0.1 80 {\n}\n", 5000)
+	for _, size := range []int64{int64(len(text)), 0, 10, int64(len(text)) * 2} {
+		b, err := readSized(strings.NewReader(text), size)
+		if err != nil || string(b) != text {
+			t.Errorf("size %d: read %d bytes, %v; want %d", size, len(b), err, len(text))
+		}
+	}
+	// One allocation for the reader, one for the buffer: no regrowth.
+	allocs := testing.AllocsPerRun(10, func() { _, _ = readSized(strings.NewReader(text), int64(len(text))) })
+	if allocs != 2 {
+		t.Errorf("%v allocations for a file of the size given, want 2 (the reader and one buffer)", allocs)
+	}
 }
