@@ -923,12 +923,14 @@ var urlBlock = &block[URL]{
 				d.rep.warnf(n.Pos, n.Keyword, "backslashes outside quotes are escapes, as keepalived reads them: the pattern is %q; write it in double quotes with \\\\ for a backslash of the pattern", b.String())
 				pat = b.String()
 			}
-			u.Regex, u.regexPos = pat, n.Pos
+			u.Regex = pat
+			u.regexPos().at = n.Pos
 		},
 		"regex_no_match": func(d *decoder, n *Node, u *URL) {
 			if d.noBlock(n) {
 				d.want(n, 0, 0)
-				u.RegexNoMatch, u.regexParam = true, n.Pos
+				u.RegexNoMatch = true
+				u.regexPos().param = n.Pos
 			}
 		},
 		"regex_options": func(d *decoder, n *Node, u *URL) {
@@ -947,17 +949,19 @@ var urlBlock = &block[URL]{
 				}
 				u.RegexOptions = append(u.RegexOptions, o)
 			}
-			u.regexParam = n.Pos
+			u.regexPos().param = n.Pos
 		},
 		"regex_min_offset": func(d *decoder, n *Node, u *URL) {
 			if v, ok := d.integer(n, 0, maxBody); ok {
-				u.RegexMinOffset, u.regexParam = int(v), n.Pos
+				u.RegexMinOffset = int(v)
+				u.regexPos().param = n.Pos
 			}
 		},
 		"regex_max_offset": func(d *decoder, n *Node, u *URL) {
 			if v, ok := d.integer(n, 0, maxBody); ok {
 				m := int(v)
-				u.RegexMaxOffset, u.regexParam = &m, n.Pos
+				u.RegexMaxOffset = &m
+				u.regexPos().param = n.Pos
 			}
 		},
 		"regex_stack": func(d *decoder, n *Node, u *URL) {
@@ -971,7 +975,7 @@ var urlBlock = &block[URL]{
 			if ok1 && ok2 && lo > hi {
 				d.rep.errorf(n.Pos, n.Keyword, "start %d is above most %d", lo, hi)
 			}
-			u.regexParam = n.Pos
+			u.regexPos().param = n.Pos
 		},
 	},
 }
@@ -1018,15 +1022,19 @@ var regexOptions = map[string]string{
 // regex, or offsets that leave no room, are ignored with a warning, as
 // keepalived ignores them.
 func (d *decoder) compileRegex(u *URL) {
+	var rx urlRegexPos
+	if u.rx != nil {
+		rx, u.rx = *u.rx, nil
+	}
 	if u.Regex == "" {
-		if u.regexParam.Line != 0 {
-			d.rep.warnf(u.regexParam, "regex", "regex settings without a regex: ignored, as keepalived does")
+		if rx.param.Line != 0 {
+			d.rep.warnf(rx.param, "regex", "regex settings without a regex: ignored, as keepalived does")
 		}
 		u.RegexNoMatch, u.RegexOptions, u.RegexMinOffset, u.RegexMaxOffset = false, nil, 0, nil
 		return
 	}
 	if u.RegexMaxOffset != nil && u.RegexMinOffset > *u.RegexMaxOffset {
-		d.rep.warnf(u.regexParam, "regex_min_offset", "regex_min_offset %d is beyond regex_max_offset %d: both ignored, as keepalived does", u.RegexMinOffset, *u.RegexMaxOffset)
+		d.rep.warnf(rx.param, "regex_min_offset", "regex_min_offset %d is beyond regex_max_offset %d: both ignored, as keepalived does", u.RegexMinOffset, *u.RegexMaxOffset)
 		u.RegexMinOffset, u.RegexMaxOffset = 0, nil
 	}
 	flags := ""
@@ -1050,7 +1058,7 @@ func (d *decoder) compileRegex(u *URL) {
 	}
 	re, err := regexp.Compile(pat)
 	if err != nil {
-		d.rep.errorf(u.regexPos, "regex", "%q is not a regular expression directord can match (Go's syntax, RE2: no backreferences, lookahead or lookbehind): %v", u.Regex, err)
+		d.rep.errorf(rx.at, "regex", "%q is not a regular expression directord can match (Go's syntax, RE2: no backreferences, lookahead or lookbehind): %v", u.Regex, err)
 		return
 	}
 	u.Regexp = re

@@ -600,7 +600,20 @@ type URL struct {
 	RegexMinOffset int  `json:"regex_min_offset,omitempty"`
 	RegexMaxOffset *int `json:"regex_max_offset,omitempty"`
 
-	regexPos, regexParam Pos // the regex's line; the last regex setting's
+	// rx is where the regex and its last setting were written, while the
+	// url block is decoded; nil once its regex is compiled (or when it has
+	// no regex keyword), so a resolved url does not carry two positions.
+	rx *urlRegexPos
+}
+
+type urlRegexPos struct{ at, param Pos }
+
+// regexPos is u's rx, made on first use.
+func (u *URL) regexPos() *urlRegexPos {
+	if u.rx == nil {
+		u.rx = &urlRegexPos{}
+	}
+	return u.rx
 }
 
 // StatusRange is an inclusive range of HTTP status codes.
