@@ -40,7 +40,7 @@ func loadInputs(file string) (*config.Config, Inputs, error) {
 	var in Inputs
 	for _, vs := range cfg.VirtualServers {
 		if vs.Announce != nil {
-			in.Services = append(in.Services, Service{Name: vs.Protocol + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
+			in.Services = append(in.Services, Service{Name: vs.Protocol.String() + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
 				Dev: vs.Announce.Dev, Programmed: true, Quorum: true})
 		}
 	}

@@ -41,7 +41,7 @@ func (vs *VirtualServer) Identity() string {
 		A  any
 		F  uint32
 		G  string
-		Fa string
-		P  string
+		Fa Family
+		P  Protocol
 	}{vs.Addr, vs.FWMark, vs.Group, vs.Family, vs.Protocol})
 }

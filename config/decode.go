@@ -30,6 +30,22 @@ type decoder struct {
 	// procMisses are track_process entries naming no vrrp_track_process
 	// defined before them (decode_trackproc.go).
 	procMisses []procMiss
+	// kinds holds one DifferenceKind per block and keyword, shared by
+	// the file's uses of it.
+	kinds map[[2]string]*DifferenceKind
+}
+
+func (d *decoder) differenceKind(block, keyword, how string) *DifferenceKind {
+	k := [2]string{block, keyword}
+	if x, ok := d.kinds[k]; ok {
+		return x
+	}
+	if d.kinds == nil {
+		d.kinds = map[[2]string]*DifferenceKind{}
+	}
+	x := &DifferenceKind{Block: block, Keyword: keyword, How: how}
+	d.kinds[k] = x
+	return x
 }
 
 func (d *decoder) declared(kind, name string) {
@@ -72,7 +88,7 @@ func walk[T any](d *decoder, n *Node, b *block[T], t *T) {
 	for _, c := range n.Children {
 		if h, ok := b.keys[c.Keyword]; ok {
 			if how, ok := Differences[b.name][c.Keyword]; ok && differs(b.name, c) {
-				d.cfg.Differs = append(d.cfg.Differs, Difference{Pos: c.Pos, Block: b.name, Keyword: c.Keyword, How: how})
+				d.cfg.Differs = append(d.cfg.Differs, Difference{Pos: c.Pos, DifferenceKind: d.differenceKind(b.name, c.Keyword, how)})
 			}
 			h(d, c, t)
 			continue

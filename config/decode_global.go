@@ -180,13 +180,13 @@ var globalBlock = &block[Global]{
 		"lvs_flush":       boolKey(func(g *Global) *bool { return &g.LVSFlush }, globalSet),
 		"lvs_flush_on_stop": func(d *decoder, n *Node, g *Global) {
 			if d.noBlock(n) && d.want(n, 0, 1) {
-				g.LVSFlushOnStop = "ALL"
+				g.LVSFlushOnStop = FlushAll
 				if len(n.Args) == 1 {
 					if n.Args[0] != "VS" {
 						d.rep.errorf(n.Pos, n.Keyword, "takes nothing or VS, not %q", n.Args[0])
 						return
 					}
-					g.LVSFlushOnStop = "VS"
+					g.LVSFlushOnStop = FlushVS
 				}
 			}
 		},

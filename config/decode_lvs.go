@@ -52,19 +52,24 @@ func (d *decoder) method(n *Node) (Method, bool) {
 	if !d.noBlock(n) || !d.want(n, 1, -1) {
 		return Method{}, false
 	}
-	m := Method{Kind: n.Args[0]}
-	switch m.Kind {
+	var m Method
+	switch n.Args[0] {
 	case "NAT", "DR":
+		m.Kind = NAT
+		if n.Args[0] == "DR" {
+			m.Kind = DR
+		}
 		d.want(n, 1, 1)
 		return m, true
 	case "TUN":
+		m.Kind = TUN
 	default:
 		// keepalived 2.2.7: "unknown [FNAT] routing method", and the
 		// keyword is ignored (a virtual server then defaults to NAT).
-		d.rep.lenient(n.Pos, n.Keyword, "%q is not NAT, DR or TUN, ignored as keepalived does%s", m.Kind, didYouMean(m.Kind, []string{"NAT", "DR", "TUN"}))
+		d.rep.lenient(n.Pos, n.Keyword, "%q is not NAT, DR or TUN, ignored as keepalived does%s", n.Args[0], didYouMean(n.Args[0], []string{"NAT", "DR", "TUN"}))
 		return m, false
 	}
-	m.TunType, m.TunCsum = "ipip", "nocsum"
+	m.TunType, m.TunCsum = TunnelIPIP, NoCsum
 	args := n.Args[1:]
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; a {
@@ -74,9 +79,9 @@ func (d *decoder) method(n *Node) (Method, bool) {
 				return m, false
 			}
 			i++
-			switch args[i] {
-			case "ipip", "gue", "gre":
-				m.TunType = args[i]
+			switch t, err := enumParse[TunnelType]("tunnel type", tunnelNames, args[i]); {
+			case err == nil && t != TunnelUnset:
+				m.TunType = t
 			default:
 				d.rep.errorf(n.Pos, n.Keyword, "tunnel type %q is not ipip, gue or gre", args[i])
 				return m, false
@@ -93,23 +98,23 @@ func (d *decoder) method(n *Node) (Method, bool) {
 			}
 			m.TunPort = p
 		case "nocsum", "csum", "remcsum":
-			m.TunCsum = a
+			m.TunCsum, _ = enumParse[TunnelCsum]("tunnel checksum", csumNames, a)
 		default:
 			d.rep.errorf(n.Pos, n.Keyword, "unknown tunnel option %q%s", a, didYouMean(a, []string{"type", "port", "nocsum", "csum", "remcsum"}))
 			return m, false
 		}
 	}
 	switch {
-	case m.TunType == "gue" && m.TunPort == 0:
+	case m.TunType == TunnelGUE && m.TunPort == 0:
 		d.rep.errorf(n.Pos, n.Keyword, "a gue tunnel needs a port")
 		return m, false
-	case m.TunType != "gue" && m.TunPort != 0:
+	case m.TunType != TunnelGUE && m.TunPort != 0:
 		d.rep.errorf(n.Pos, n.Keyword, "port applies only to gue tunnels")
 		return m, false
-	case m.TunType == "ipip" && m.TunCsum != "nocsum":
+	case m.TunType == TunnelIPIP && m.TunCsum != NoCsum:
 		d.rep.errorf(n.Pos, n.Keyword, "an ipip tunnel takes no checksum option")
 		return m, false
-	case m.TunType == "gre" && m.TunCsum == "remcsum":
+	case m.TunType == TunnelGRE && m.TunCsum == RemCsum:
 		d.rep.errorf(n.Pos, n.Keyword, "a gre tunnel does not support remcsum")
 		return m, false
 	}
@@ -171,11 +176,11 @@ func (d *decoder) virtualServer(n *Node) *VirtualServer {
 	return vs
 }
 
-func family(a netip.Addr) string {
+func family(a netip.Addr) Family {
 	if a.Is4() || a.Is4In6() {
-		return "inet"
+		return Inet
 	}
-	return "inet6"
+	return Inet6
 }
 
 func schedFlag(d *decoder, n *Node, vs *VirtualServer) {
@@ -187,7 +192,7 @@ func schedFlag(d *decoder, n *Node, vs *VirtualServer) {
 
 var vsBlock = &block[VirtualServer]{
 	name: "virtual_server",
-	keys: mergeKeys(timingKeys(func(vs *VirtualServer) *timing { return &vs.timing }, 1),
+	keys: mergeKeys(timingKeys(func(vs *VirtualServer) *timing { return vs.timing }, 1),
 		map[string]func(*decoder, *Node, *VirtualServer){
 			"smtp_alert": func(d *decoder, n *Node, vs *VirtualServer) { vs.smtpAlert = d.tristate(n) },
 			"lvs_sched": func(d *decoder, n *Node, vs *VirtualServer) {
@@ -245,8 +250,8 @@ var vsBlock = &block[VirtualServer]{
 			},
 			"protocol": func(d *decoder, n *Node, vs *VirtualServer) {
 				if s, ok := d.str(n); ok {
-					p := strings.ToUpper(s)
-					if p != "TCP" && p != "UDP" && p != "SCTP" {
+					p, err := enumParse[Protocol]("protocol", protocolNames, strings.ToUpper(s))
+					if err != nil || p == ProtocolUnset {
 						d.rep.errorf(n.Pos, n.Keyword, "%q is not TCP, UDP or SCTP", s)
 						return
 					}
@@ -331,15 +336,16 @@ var vsBlock = &block[VirtualServer]{
 			"inhibit_on_failure": boolKey(func(vs *VirtualServer) *bool { return &vs.InhibitOnFailure }, nil),
 			"ip_family": func(d *decoder, n *Node, vs *VirtualServer) {
 				if s, ok := d.str(n); ok {
-					if s != "inet" && s != "inet6" {
+					f, err := ParseFamily(s)
+					if err != nil {
 						d.rep.errorf(n.Pos, n.Keyword, "%q is not inet or inet6", s)
 						return
 					}
-					if vs.Family != "" && vs.Family != s {
+					if vs.Family != FamilyUnset && vs.Family != f {
 						d.rep.errorf(n.Pos, n.Keyword, "%s does not match the virtual server's address", s)
 						return
 					}
-					vs.Family = s
+					vs.Family = f
 				}
 			},
 			"real_server": func(d *decoder, n *Node, vs *VirtualServer) {
@@ -429,7 +435,7 @@ var UnsupportedCheckers = map[string]bool{
 const uncheckedWhy = "the real server is not checked by it: always alive without another checker"
 
 // checkerKey returns the handler for a checker block of the given type.
-func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer) {
+func checkerKey(typ CheckerType, b *block[Checker]) func(*decoder, *Node, *RealServer) {
 	return func(d *decoder, n *Node, rs *RealServer) {
 		if !d.needBlock(n) {
 			return
@@ -437,15 +443,15 @@ func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer
 		d.want(n, 0, 0)
 		c := &Checker{Pos: n.Pos, Type: typ, timing: unsetTiming()}
 		switch typ {
-		case "HTTP_GET", "SSL_GET":
+		case CheckHTTPGet, CheckSSLGet:
 			c.HTTP = &HTTPCheck{HTTPProtocol: "1.0"}
-		case "MISC_CHECK":
+		case CheckMisc:
 			c.Misc = &MiscCheck{}
-		case "UDP_CHECK":
+		case CheckUDP:
 			c.UDP = &UDPCheck{MaxReply: 255}
-		case "DNS_CHECK":
+		case CheckDNS:
 			c.DNS = &DNSCheck{Type: "SOA"}
-		case "SMTP_CHECK":
+		case CheckSMTP:
 			c.SMTP = &SMTPCheck{}
 		}
 		walk(d, n, b, c)
@@ -489,7 +495,7 @@ func checkerKey(typ string, b *block[Checker]) func(*decoder, *Node, *RealServer
 
 var rsBlock = &block[RealServer]{
 	name: "real_server",
-	keys: mergeKeys(timingKeys(func(rs *RealServer) *timing { return &rs.timing }, 1),
+	keys: mergeKeys(timingKeys(func(rs *RealServer) *timing { return rs.timing }, 1),
 		map[string]func(*decoder, *Node, *RealServer){
 			"smtp_alert": func(d *decoder, n *Node, rs *RealServer) { rs.smtpAlert = d.tristate(n) },
 			"weight": func(d *decoder, n *Node, rs *RealServer) {
@@ -517,13 +523,13 @@ var rsBlock = &block[RealServer]{
 			"notify_up":          func(d *decoder, n *Node, rs *RealServer) { rs.NotifyUp = d.script(n) },
 			"notify_down":        func(d *decoder, n *Node, rs *RealServer) { rs.NotifyDown = d.script(n) },
 			"virtualhost":        func(d *decoder, n *Node, rs *RealServer) { rs.VirtualHost, _ = d.str(n) },
-			"HTTP_GET":           checkerKey("HTTP_GET", httpCheckBlock),
-			"SSL_GET":            checkerKey("SSL_GET", httpCheckBlock),
-			"TCP_CHECK":          checkerKey("TCP_CHECK", tcpCheckBlock),
-			"MISC_CHECK":         checkerKey("MISC_CHECK", miscCheckBlock),
-			"UDP_CHECK":          checkerKey("UDP_CHECK", udpCheckBlock),
-			"DNS_CHECK":          checkerKey("DNS_CHECK", dnsCheckBlock),
-			"SMTP_CHECK":         checkerKey("SMTP_CHECK", smtpCheckBlock),
+			"HTTP_GET":           checkerKey(CheckHTTPGet, httpCheckBlock),
+			"SSL_GET":            checkerKey(CheckSSLGet, httpCheckBlock),
+			"TCP_CHECK":          checkerKey(CheckTCP, tcpCheckBlock),
+			"MISC_CHECK":         checkerKey(CheckMisc, miscCheckBlock),
+			"UDP_CHECK":          checkerKey(CheckUDP, udpCheckBlock),
+			"DNS_CHECK":          checkerKey(CheckDNS, dnsCheckBlock),
+			"SMTP_CHECK":         checkerKey(CheckSMTP, smtpCheckBlock),
 		}),
 	unsupported: map[string]string{
 		"BFD_CHECK": uncheckedWhy, "PING_CHECK": uncheckedWhy, "FILE_CHECK": uncheckedWhy,
@@ -533,7 +539,7 @@ var rsBlock = &block[RealServer]{
 
 // Checker blocks: every checker has the timings and alpha; all but
 // MISC_CHECK the connection options; HTTP_GET and SSL_GET their own.
-var checkerTiming = mergeKeys(timingKeys(func(c *Checker) *timing { return &c.timing }, 0),
+var checkerTiming = mergeKeys(timingKeys(func(c *Checker) *timing { return c.timing }, 0),
 	map[string]func(*decoder, *Node, *Checker){
 		"alpha": func(d *decoder, n *Node, c *Checker) {
 			if v, ok := d.flag(n); ok {
@@ -759,7 +765,7 @@ var smtpCheckBlock = &block[Checker]{
 var smtpHostBlock = &block[Checker]{
 	name: "host",
 	keys: mergeKeys(checkerConnection, map[string]func(*decoder, *Node, *Checker){
-		"connect_timeout": timingKeys(func(c *Checker) *timing { return &c.timing }, 0)["connect_timeout"],
+		"connect_timeout": timingKeys(func(c *Checker) *timing { return c.timing }, 0)["connect_timeout"],
 	}),
 }
 
@@ -776,7 +782,8 @@ func (d *decoder) smtpHosts(n *Node, c *Checker) []*Checker {
 			continue
 		}
 		d.want(k, 0, 0)
-		h := &Checker{Pos: k.Pos, Type: c.Type, timing: c.timing, alpha: c.alpha, LogAllFailures: c.LogAllFailures,
+		own := *c.timing
+		h := &Checker{Pos: k.Pos, Type: c.Type, timing: &own, alpha: c.alpha, LogAllFailures: c.LogAllFailures,
 			Rise: c.Rise, Fall: c.Fall, SMTP: &SMTPCheck{HELOName: c.SMTP.HELOName}}
 		h.timing.connectTimeout = -1
 		walk(d, k, smtpHostBlock, h)
@@ -916,12 +923,14 @@ var urlBlock = &block[URL]{
 				d.rep.warnf(n.Pos, n.Keyword, "backslashes outside quotes are escapes, as keepalived reads them: the pattern is %q; write it in double quotes with \\\\ for a backslash of the pattern", b.String())
 				pat = b.String()
 			}
-			u.Regex, u.regexPos = pat, n.Pos
+			u.Regex = pat
+			u.regexPos().at = n.Pos
 		},
 		"regex_no_match": func(d *decoder, n *Node, u *URL) {
 			if d.noBlock(n) {
 				d.want(n, 0, 0)
-				u.RegexNoMatch, u.regexParam = true, n.Pos
+				u.RegexNoMatch = true
+				u.regexPos().param = n.Pos
 			}
 		},
 		"regex_options": func(d *decoder, n *Node, u *URL) {
@@ -940,17 +949,19 @@ var urlBlock = &block[URL]{
 				}
 				u.RegexOptions = append(u.RegexOptions, o)
 			}
-			u.regexParam = n.Pos
+			u.regexPos().param = n.Pos
 		},
 		"regex_min_offset": func(d *decoder, n *Node, u *URL) {
 			if v, ok := d.integer(n, 0, maxBody); ok {
-				u.RegexMinOffset, u.regexParam = int(v), n.Pos
+				u.RegexMinOffset = int(v)
+				u.regexPos().param = n.Pos
 			}
 		},
 		"regex_max_offset": func(d *decoder, n *Node, u *URL) {
 			if v, ok := d.integer(n, 0, maxBody); ok {
 				m := int(v)
-				u.RegexMaxOffset, u.regexParam = &m, n.Pos
+				u.RegexMaxOffset = &m
+				u.regexPos().param = n.Pos
 			}
 		},
 		"regex_stack": func(d *decoder, n *Node, u *URL) {
@@ -964,7 +975,7 @@ var urlBlock = &block[URL]{
 			if ok1 && ok2 && lo > hi {
 				d.rep.errorf(n.Pos, n.Keyword, "start %d is above most %d", lo, hi)
 			}
-			u.regexParam = n.Pos
+			u.regexPos().param = n.Pos
 		},
 	},
 }
@@ -1011,15 +1022,19 @@ var regexOptions = map[string]string{
 // regex, or offsets that leave no room, are ignored with a warning, as
 // keepalived ignores them.
 func (d *decoder) compileRegex(u *URL) {
+	var rx urlRegexPos
+	if u.rx != nil {
+		rx, u.rx = *u.rx, nil
+	}
 	if u.Regex == "" {
-		if u.regexParam.Line != 0 {
-			d.rep.warnf(u.regexParam, "regex", "regex settings without a regex: ignored, as keepalived does")
+		if rx.param.Line != 0 {
+			d.rep.warnf(rx.param, "regex", "regex settings without a regex: ignored, as keepalived does")
 		}
 		u.RegexNoMatch, u.RegexOptions, u.RegexMinOffset, u.RegexMaxOffset = false, nil, 0, nil
 		return
 	}
 	if u.RegexMaxOffset != nil && u.RegexMinOffset > *u.RegexMaxOffset {
-		d.rep.warnf(u.regexParam, "regex_min_offset", "regex_min_offset %d is beyond regex_max_offset %d: both ignored, as keepalived does", u.RegexMinOffset, *u.RegexMaxOffset)
+		d.rep.warnf(rx.param, "regex_min_offset", "regex_min_offset %d is beyond regex_max_offset %d: both ignored, as keepalived does", u.RegexMinOffset, *u.RegexMaxOffset)
 		u.RegexMinOffset, u.RegexMaxOffset = 0, nil
 	}
 	flags := ""
@@ -1043,7 +1058,7 @@ func (d *decoder) compileRegex(u *URL) {
 	}
 	re, err := regexp.Compile(pat)
 	if err != nil {
-		d.rep.errorf(u.regexPos, "regex", "%q is not a regular expression directord can match (Go's syntax, RE2: no backreferences, lookahead or lookbehind): %v", u.Regex, err)
+		d.rep.errorf(rx.at, "regex", "%q is not a regular expression directord can match (Go's syntax, RE2: no backreferences, lookahead or lookbehind): %v", u.Regex, err)
 		return
 	}
 	u.Regexp = re
@@ -1098,11 +1113,12 @@ func (d *decoder) vsgEntry(n *Node) (VSGEntry, bool) {
 		}
 		e.FWMark = uint32(v)
 		if len(n.Args) == 2 {
-			if n.Args[1] != "inet" && n.Args[1] != "inet6" {
+			f, err := ParseFamily(n.Args[1])
+			if err != nil {
 				d.rep.errorf(n.Pos, n.Keyword, "%q is not inet or inet6", n.Args[1])
 				return e, false
 			}
-			e.Family = n.Args[1]
+			e.Family = f
 		}
 		return e, true
 	}

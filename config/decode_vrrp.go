@@ -9,7 +9,7 @@ import (
 
 func newInstance(pos Pos, name string) *Instance {
 	return &Instance{
-		Pos: pos, Name: name, State: "BACKUP", Priority: -1, AdvertInt: time.Second,
+		Pos: pos, Name: name, State: Backup, Priority: -1, AdvertInt: time.Second,
 		Version: -1, Preempt: true, UnicastTTL: 255,
 		Garp: GarpSettings{MasterDelay: -1, MasterRepeat: -1, LowerPrioDelay: -1, LowerPrioRepeat: -1,
 			MasterRefresh: -1, MasterRefreshRepeat: -1, ExtraIf: -1},
@@ -24,13 +24,16 @@ var instanceBlock = &block[Instance]{
 			if s, ok := d.str(n); ok {
 				switch s {
 				case "MASTER", "BACKUP":
-					in.State = s
+					in.State = Backup
+					if s == "MASTER" {
+						in.State = Master
+					}
 					markSet(&in.set, n)
 				default:
 					// keepalived 2.2.7: "unknown state 'SLAVE', defaulting
 					// to BACKUP".
 					d.rep.lenient(n.Pos, n.Keyword, "%q is not MASTER or BACKUP: BACKUP, as keepalived does", s)
-					in.State = "BACKUP"
+					in.State = Backup
 					markSet(&in.set, n)
 				}
 			}
@@ -90,11 +93,11 @@ var instanceBlock = &block[Instance]{
 				a := &Auth{}
 				walk(d, n, authBlock, a)
 				switch {
-				case a.Type == "":
+				case a.Type == AuthUnset:
 					if !hasChild(n, "auth_type") {
 						d.rep.errorf(n.Pos, n.Keyword, "has no auth_type")
 					}
-				case a.Type == "PASS" && a.Pass == "":
+				case a.Type == AuthPass && a.Pass == "":
 					if !hasChild(n, "auth_pass") {
 						d.rep.errorf(n.Pos, n.Keyword, "auth_type PASS has no auth_pass")
 					}
@@ -287,11 +290,12 @@ var authBlock = &block[Auth]{
 	keys: map[string]func(*decoder, *Node, *Auth){
 		"auth_type": func(d *decoder, n *Node, a *Auth) {
 			if s, ok := d.str(n); ok {
-				if s != "PASS" && s != "AH" {
+				t, err := enumParse[AuthType]("auth_type", authNames, s)
+				if err != nil || t == AuthUnset {
 					d.rep.errorf(n.Pos, n.Keyword, "%q is not PASS or AH", s)
 					return
 				}
-				a.Type = s
+				a.Type = t
 			}
 		},
 		"auth_pass": func(d *decoder, n *Node, a *Auth) {

@@ -44,11 +44,32 @@ func (OSFileSystem) ReadFile(name string) ([]byte, error) {
 	if st.Size() > MaxFileSize {
 		return nil, &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than %d bytes", MaxFileSize)}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	b, err := readSized(io.LimitReader(f, MaxFileSize+1), st.Size())
 	if err == nil && len(b) > MaxFileSize {
 		err = &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than %d bytes", MaxFileSize)}
 	}
 	return b, err
+}
+
+// readSized reads r to its end into a buffer of size (the file's size
+// when stat'ed) and a little: io.ReadAll's doubling would allocate about
+// twice a large file's size, all of it garbage at the load's peak. A file
+// that grew since is read whole all the same.
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, min(size, MaxFileSize)+512)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // Glob expands pattern with filepath.Glob.

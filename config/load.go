@@ -50,10 +50,22 @@ func Load(path string, opts Options) (*Config, Diagnostics) {
 	r := newReader(opts.FS, opts.ConfigID, rep, lim)
 	tb := newTreeBuilder(rep)
 	r.emit = tb.line
-	r.readFile(path, Pos{}, true)
-	nodes := tb.finish()
-
+	// Each top-level block is decoded as soon as it is read, and its
+	// nodes dropped: the tree of a large file is never held whole beside
+	// its model. The decoder's diagnostics are kept apart, so that they
+	// follow the reader's as when the whole tree was read first.
 	cfg := &Config{Global: defaultGlobal(opts.Hostname)}
+	drep := &reporter{strict: opts.Strict}
+	d := &decoder{rep: drep, cfg: cfg, fs: opts.FS}
+	top := &Node{Children: make([]*Node, 1)}
+	tb.emit = func(n *Node) {
+		top.Children[0] = n
+		walk(d, top, topBlock, cfg)
+		top.Children[0] = nil
+	}
+	r.readFile(path, Pos{}, true)
+	tb.finish()
+
 	for name, i := range r.fileOrder {
 		_ = i
 		cfg.Files = append(cfg.Files, name)
@@ -63,10 +75,12 @@ func Load(path string, opts Options) (*Config, Diagnostics) {
 		// A limit cut the reading short: what was read is partial, and its
 		// faults would only hide the one that matters.
 		rep.diags.sortStable(r.fileOrder)
-		return cfg, rep.diags
+		return &Config{Global: defaultGlobal(opts.Hostname), Files: cfg.Files}, rep.diags
 	}
-	d := &decoder{rep: rep, cfg: cfg, fs: opts.FS}
-	walk(d, &Node{Children: nodes}, topBlock, cfg)
+	for _, x := range drep.diags {
+		rep.add(x)
+	}
+	d.rep = rep
 	d.resolve()
 	d.validate()
 	rep.diags.sortStable(r.fileOrder)

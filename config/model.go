@@ -42,9 +42,17 @@ type Config struct {
 }
 
 // Difference is one use of a keyword that directord runs differently from
-// keepalived: where, which, and how (the text of Differences).
+// keepalived: where, which, and how (the text of Differences). A large
+// file uses some such keyword once per real server, so what differs is
+// one DifferenceKind that every use of the keyword shares.
 type Difference struct {
-	Pos     Pos
+	Pos Pos
+	*DifferenceKind
+}
+
+// DifferenceKind is a keyword that directord runs differently from
+// keepalived, with how: an entry of Differences.
+type DifferenceKind struct {
 	Block   string
 	Keyword string
 	How     string
@@ -74,7 +82,7 @@ type Global struct {
 	SyncDaemon     *SyncDaemon  `json:"lvs_sync_daemon,omitempty"`
 	LVSTimeouts    *LVSTimeouts `json:"lvs_timeouts,omitempty"`
 	LVSFlush       bool         `json:"lvs_flush"`
-	LVSFlushOnStop string       `json:"lvs_flush_on_stop,omitempty"` // "", "ALL" or "VS"
+	LVSFlushOnStop FlushOnStop  `json:"lvs_flush_on_stop,omitempty"`
 
 	VRRPVersion          int           `json:"vrrp_version"`
 	MCastGroup4          netip.Addr    `json:"vrrp_mcast_group4"`
@@ -317,7 +325,7 @@ type TrackScript struct {
 type Instance struct {
 	Pos       Pos    `json:"pos"`
 	Name      string `json:"name"`
-	State     string `json:"state"` // MASTER or BACKUP: the initial state
+	State     State  `json:"state"` // the initial state
 	Interface string `json:"interface,omitempty"`
 	VRID      int    `json:"virtual_router_id"`
 	Priority  int    `json:"priority"`
@@ -325,7 +333,7 @@ type Instance struct {
 	AdvertInt time.Duration `json:"advert_int"`
 	Version   int           `json:"version"`
 	// Family is inet or inet6, from the first virtual address.
-	Family       string        `json:"family"`
+	Family       Family        `json:"family"`
 	Preempt      bool          `json:"preempt"`
 	PreemptDelay time.Duration `json:"preempt_delay"`
 	Auth         *Auth         `json:"authentication,omitempty"`
@@ -419,8 +427,8 @@ func (in *Instance) AddrDev(v VIP) string {
 
 // Auth is VRRPv2 authentication.
 type Auth struct {
-	Type string `json:"auth_type"` // PASS or AH
-	Pass string `json:"auth_pass"` // at most 8 bytes
+	Type AuthType `json:"auth_type"`
+	Pass string   `json:"auth_pass"` // at most 8 bytes
 }
 
 // VIP is one virtual_ipaddress (or _excluded) line.
@@ -491,16 +499,16 @@ type VSGEntry struct {
 	Last   netip.Addr `json:"last,omitzero"`
 	Port   uint16     `json:"port,omitempty"`
 	FWMark uint32     `json:"fwmark,omitempty"`
-	Family string     `json:"family,omitempty"`
+	Family Family     `json:"family,omitempty"`
 }
 
 // Method is an IPVS forwarding method (lvs_method / lb_kind).
 type Method struct {
-	Kind string `json:"kind"` // NAT, DR or TUN
+	Kind MethodKind `json:"kind"`
 	// Tunnel options, for TUN only.
-	TunType string `json:"type,omitempty"` // ipip (default), gue or gre
-	TunPort uint16 `json:"port,omitempty"` // gue only
-	TunCsum string `json:"csum,omitempty"` // nocsum (default), csum or remcsum
+	TunType TunnelType `json:"type,omitempty"`
+	TunPort uint16     `json:"port,omitempty"` // gue only
+	TunCsum TunnelCsum `json:"csum,omitempty"`
 }
 
 // Persistence is a virtual server's persistence; nil when not persistent.
@@ -519,8 +527,8 @@ type VirtualServer struct {
 	Addr     netip.AddrPort `json:"address,omitzero"`
 	FWMark   uint32         `json:"fwmark,omitempty"`
 	Group    string         `json:"group,omitempty"`
-	Family   string         `json:"family"`
-	Protocol string         `json:"protocol,omitempty"` // TCP, UDP or SCTP
+	Family   Family         `json:"family"`
+	Protocol Protocol       `json:"protocol,omitempty"`
 
 	Scheduler   string       `json:"lvs_sched"`
 	SchedFlags  []string     `json:"sched_flags,omitempty"` // flag-1..3, sh-port, sh-fallback, mh-port, mh-fallback
@@ -553,7 +561,7 @@ type VirtualServer struct {
 	// announced by BGP while the service can serve; nil when not given.
 	Announce *Announce `json:"announce,omitempty"`
 
-	timing    timing
+	timing    *timing
 	weight    int
 	engine    string // persistence_engine, applied only to a persistent service
 	set       map[string]Pos
@@ -590,7 +598,7 @@ type RealServer struct {
 	// keepalived; and only when global_defs' Email is enabled).
 	SMTPAlert bool `json:"smtp_alert,omitempty"`
 
-	timing    timing
+	timing    *timing
 	set       map[string]Pos
 	smtpAlert *bool
 }
@@ -612,8 +620,8 @@ func (rs *RealServer) AlwaysAlive() bool { return len(rs.Checkers) == 0 && len(r
 // (checker, else real server, else virtual server, else keepalived's
 // default for the checker's type).
 type Checker struct {
-	Pos  Pos    `json:"pos"`
-	Type string `json:"type"` // HTTP_GET, SSL_GET, TCP_CHECK, MISC_CHECK, UDP_CHECK, DNS_CHECK or SMTP_CHECK
+	Pos  Pos         `json:"pos"`
+	Type CheckerType `json:"type"`
 
 	ConnectIP   netip.Addr `json:"connect_ip,omitzero"`
 	ConnectPort uint16     `json:"connect_port,omitempty"`
@@ -641,7 +649,7 @@ type Checker struct {
 	DNS  *DNSCheck  `json:"dns,omitempty"`
 	SMTP *SMTPCheck `json:"smtp,omitempty"`
 
-	timing timing
+	timing *timing
 	alpha  *bool
 }
 
@@ -699,7 +707,20 @@ type URL struct {
 	RegexMinOffset int  `json:"regex_min_offset,omitempty"`
 	RegexMaxOffset *int `json:"regex_max_offset,omitempty"`
 
-	regexPos, regexParam Pos // the regex's line; the last regex setting's
+	// rx is where the regex and its last setting were written, while the
+	// url block is decoded; nil once its regex is compiled (or when it has
+	// no regex keyword), so a resolved url does not carry two positions.
+	rx *urlRegexPos
+}
+
+type urlRegexPos struct{ at, param Pos }
+
+// regexPos is u's rx, made on first use.
+func (u *URL) regexPos() *urlRegexPos {
+	if u.rx == nil {
+		u.rx = &urlRegexPos{}
+	}
+	return u.rx
 }
 
 // StatusRange is an inclusive range of HTTP status codes.
@@ -756,12 +777,15 @@ type SMTPCheck struct {
 }
 
 // timing holds the inherited check timings as written at one level; a
-// negative value (or retry < 0) means not given there.
+// negative value (or retry < 0) means not given there. The model points
+// to it while decoding only: resolve copies the timings into each
+// checker's fields and drops it (nil), so a resolved model does not carry
+// 40 bytes per level that nothing reads again.
 type timing struct {
 	delayLoop, connectTimeout, delayBeforeRetry, warmup time.Duration
 	retry                                               int
 }
 
-func unsetTiming() timing {
-	return timing{delayLoop: -1, connectTimeout: -1, delayBeforeRetry: -1, warmup: -1, retry: -1}
+func unsetTiming() *timing {
+	return &timing{delayLoop: -1, connectTimeout: -1, delayBeforeRetry: -1, warmup: -1, retry: -1}
 }

@@ -159,8 +159,9 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 		}
 	}()
 
-	// The file's words are slices of its text, kept by the model; the bytes
-	// are never written again, so they need not be copied.
+	// The bytes are never written again, so they need not be copied: the
+	// words the tree keeps are copies (treeBuilder.word), and the text
+	// goes once read.
 	text := unsafe.String(unsafe.SliceData(data), len(data))
 	if rest, ok := strings.CutPrefix(text, byteOrderMark); ok {
 		// Editors on Windows write one; keepalived reads it as part of the

@@ -137,13 +137,13 @@ func (d *decoder) resolveInstance(in *Instance) {
 	case len(in.VIPs) > 0:
 		in.Family = family(in.VIPs[0].Prefix.Addr())
 	case in.set["native_ipv6"] != Pos{}:
-		in.Family = "inet6"
+		in.Family = Inet6
 	case in.UnicastSrcIP.IsValid():
 		in.Family = family(in.UnicastSrcIP)
 	case len(in.UnicastPeers) > 0:
 		in.Family = family(in.UnicastPeers[0].Addr)
 	default:
-		in.Family = "inet"
+		in.Family = Inet
 	}
 	// keepalived 2.2.7 (vrrp.c, vrrp_complete_instance): "Ignoring
 	// track_interface X since own interface", at any weight; the own
@@ -175,7 +175,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 	// An advert carries at most 255 addresses, and only as many as fit in a
 	// 1500-byte packet: keepalived moves the rest to the excluded list.
 	maxVIPs := 255
-	if in.Family == "inet6" {
+	if in.Family == Inet6 {
 		maxVIPs = 89 // what keepalived fits in a 1500-byte packet
 	}
 	if len(in.VIPs) > maxVIPs {
@@ -183,7 +183,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 		in.ExcludedVIPs = append(in.ExcludedVIPs, in.VIPs[maxVIPs:]...)
 		in.VIPs = in.VIPs[:maxVIPs:maxVIPs]
 	}
-	if in.Family == "inet6" && in.Version == 2 {
+	if in.Family == Inet6 && in.Version == 2 {
 		// keepalived uses version 3 for IPv6 silently; say so only when
 		// the instance asked for version 2 itself.
 		if pos, ok := in.set["version"]; ok {
@@ -194,13 +194,13 @@ func (d *decoder) resolveInstance(in *Instance) {
 	_, stateSet := in.set["state"]
 	if in.Priority < 0 {
 		in.Priority = 100
-		if stateSet && in.State == "MASTER" {
+		if stateSet && in.State == Master {
 			in.Priority = 255
 			d.rep.warnf(in.Pos, "vrrp_instance", "%s: state MASTER without a priority: priority 255 (address owner), as keepalived does", in.Name)
 		}
 	}
 	if !stateSet && in.Priority == 255 {
-		in.State = "MASTER" // the address owner starts as master, as in keepalived
+		in.State = Master // the address owner starts as master, as in keepalived
 	}
 	// advert_int: whole seconds in VRRPv2, centiseconds up to 40.95 s in v3.
 	if in.Version == 2 {
@@ -227,14 +227,14 @@ func (d *decoder) resolveInstance(in *Instance) {
 		case in.Version == 3:
 			d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "VRRPv3 has no authentication: ignored, as keepalived does")
 			in.Auth = nil
-		case in.Auth.Type == "AH" && in.Family == "inet6":
+		case in.Auth.Type == AuthAH && in.Family == Inet6:
 			d.rep.errorf(posOf(in.set, "authentication", in.Pos), "authentication", "AH is not available with IPv6")
-		case in.Auth.Type == "AH" && in.State == "MASTER" && in.Priority != 255:
+		case in.Auth.Type == AuthAH && in.State == Master && in.Priority != 255:
 			// keepalived 2.2.7: "Initial state master is incompatible
 			// with AH authentication - clearing" (Neutron's L3 HA); the
 			// address owner keeps it (vrrp.c, vrrp_complete_instance).
 			d.rep.lenient(posOf(in.set, "state", in.Pos), "state", "%s: state MASTER does not go with AH authentication: BACKUP, as keepalived does", in.Name)
-			in.State = "BACKUP"
+			in.State = Backup
 		}
 	}
 	def := func(v *time.Duration, global time.Duration) {
@@ -298,10 +298,10 @@ func (d *decoder) resolveInstance(in *Instance) {
 		switch {
 		case len(in.UnicastPeers) == 0:
 			d.rep.warnf(pos, "unicast_ttl", "has no effect without unicast_peer: ignored, as keepalived does")
-		case in.UnicastTTL == 0 && in.Family == "inet" && (in.Auth == nil || in.Auth.Type != "AH"):
+		case in.UnicastTTL == 0 && in.Family == Inet && (in.Auth == nil || in.Auth.Type != AuthAH):
 			d.rep.errorf(pos, "unicast_ttl", "0 cannot be sent: the kernel refuses TTL 0 on directord's socket (keepalived writes it in its own IPv4 header)")
 		}
-	} else if in.Family == "inet6" {
+	} else if in.Family == Inet6 {
 		// keepalived sets no hop limit for IPv6 unicast adverts: the
 		// kernel's default (net.ipv6.conf.*.hop_limit, 64) goes.
 		in.UnicastTTL = -1
@@ -310,7 +310,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 	// keepalived's rules for preemption, applied as it applies them.
 	if pos, ok := in.set["nopreempt"]; ok && !in.Preempt {
 		switch {
-		case in.State == "MASTER":
+		case in.State == Master:
 			d.rep.warnf(pos, "nopreempt", "needs state BACKUP: cleared, as keepalived does")
 			in.Preempt = true
 		case in.Priority == 255:
@@ -320,7 +320,7 @@ func (d *decoder) resolveInstance(in *Instance) {
 	}
 	if pos, ok := in.set["preempt_delay"]; ok && in.PreemptDelay > 0 {
 		switch {
-		case in.State == "MASTER":
+		case in.State == Master:
 			d.rep.warnf(pos, "preempt_delay", "needs state BACKUP: cleared, as keepalived does")
 			in.PreemptDelay = 0
 		case !in.Preempt:
@@ -347,15 +347,15 @@ func (d *decoder) strictMode(in *Instance) {
 	if !in.Strict {
 		return
 	}
-	if in.State == "MASTER" && in.Priority != 255 {
+	if in.State == Master && in.Priority != 255 {
 		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode allows state MASTER only for the address owner (priority 255): BACKUP, as keepalived does", in.Name)
-		in.State = "BACKUP"
+		in.State = Backup
 	}
-	if in.State != "MASTER" && in.Priority == 255 {
+	if in.State != Master && in.Priority == 255 {
 		// keepalived: "State MASTER must match being address owner",
 		// both ways (vrrp_complete_instance).
 		d.rep.warnf(posOf(in.set, "state", in.Pos), "state", "%s: strict mode starts the address owner (priority 255) in state MASTER, as keepalived does", in.Name)
-		in.State = "MASTER"
+		in.State = Master
 	}
 	if in.Auth != nil {
 		d.rep.warnf(posOf(in.set, "authentication", in.Pos), "authentication", "strict mode has no authentication: ignored, as keepalived does")
@@ -438,13 +438,13 @@ func (d *decoder) resolveTracking() {
 }
 
 // Default check timings by checker type, as keepalived has them.
-func checkerDefaults(typ string) (retry int, delayBeforeRetry time.Duration) {
+func checkerDefaults(typ CheckerType) (retry int, delayBeforeRetry time.Duration) {
 	switch typ {
-	case "HTTP_GET", "SSL_GET":
+	case CheckHTTPGet, CheckSSLGet:
 		return 1, 3 * time.Second
-	case "MISC_CHECK":
+	case CheckMisc:
 		return 0, time.Second
-	case "DNS_CHECK":
+	case CheckDNS:
 		return 3, time.Second
 	}
 	return 1, time.Second
@@ -454,19 +454,19 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 	if vs.Scheduler == "" {
 		vs.Scheduler = "wlc"
 	}
-	if vs.Method.Kind == "" {
-		vs.Method = Method{Kind: "NAT"}
+	if vs.Method.Kind == MethodUnset {
+		vs.Method = Method{Kind: NAT}
 	}
 	if vs.FWMark != 0 {
 		if pos, ok := vs.set["protocol"]; ok {
 			d.rep.warnf(pos, "protocol", "ignored for a fwmark virtual server")
-			vs.Protocol = ""
+			vs.Protocol = ProtocolUnset
 		}
-	} else if vs.Protocol == "" {
-		vs.Protocol = "UDP"
+	} else if vs.Protocol == ProtocolUnset {
+		vs.Protocol = UDP
 		d.rep.warnf(vs.Pos, "virtual_server", "no protocol set: UDP, as keepalived defaults (write protocol TCP for a TCP service)")
 	}
-	if vs.OPS && vs.Protocol != "UDP" && vs.FWMark == 0 {
+	if vs.OPS && vs.Protocol != UDP && vs.FWMark == 0 {
 		d.rep.warnf(vs.Pos, "ops", "one-packet scheduling needs protocol UDP: ignored")
 		vs.OPS = false
 	}
@@ -496,22 +496,24 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 	}
 	if vs.Persistence != nil && vs.Persistence.Granularity != "" {
 		g := vs.Persistence.Granularity
-		if fam := vs.familyGuess(); (fam == "inet" && !strings.Contains(g, ".")) || (fam == "inet6" && strings.Contains(g, ".")) {
+		if fam := vs.familyGuess(); (fam == Inet && !strings.Contains(g, ".")) || (fam == Inet6 && strings.Contains(g, ".")) {
 			d.rep.errorf(vs.Pos, "persistence_granularity", "%s does not suit an %s service", g, fam)
 		}
 	}
-	t := vs.timing
+	t := *vs.timing
 	vs.DelayLoop = pick(t.delayLoop, 60*time.Second)
 	vs.ConnectTimeout = pick(t.connectTimeout, 5*time.Second)
-	if vs.SorryServer != nil && vs.SorryServer.Method.Kind == "" {
+	if vs.SorryServer != nil && vs.SorryServer.Method.Kind == MethodUnset {
 		vs.SorryServer.Method = vs.Method
 	}
 	var total int64
 	for _, rs := range vs.RealServers {
 		d.resolveRS(vs, rs)
+		rs.timing = nil
 		total += int64(rs.Weight)
 	}
-	if vs.Family == "" {
+	vs.timing = nil
+	if vs.Family == FamilyUnset {
 		vs.Family = vs.familyGuess()
 	}
 	if vs.Hysteresis >= vs.Quorum {
@@ -533,16 +535,16 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 
 // familyGuess is the virtual server's family, or for fwmark and group
 // services that of its first non-tunnelled real server, else inet.
-func (vs *VirtualServer) familyGuess() string {
-	if vs.Family != "" {
+func (vs *VirtualServer) familyGuess() Family {
+	if vs.Family != FamilyUnset {
 		return vs.Family
 	}
 	for _, rs := range vs.RealServers {
-		if rs.Method.Kind != "TUN" {
+		if rs.Method.Kind != TUN {
 			return family(rs.Addr.Addr())
 		}
 	}
-	return "inet"
+	return Inet
 }
 
 func pick(v, def time.Duration) time.Duration {
@@ -565,7 +567,7 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 	if rs.Weight < 0 {
 		rs.Weight = vs.weight
 	}
-	if rs.Method.Kind == "" {
+	if rs.Method.Kind == MethodUnset {
 		rs.Method = vs.Method
 	}
 	if _, ok := rs.set["inhibit_on_failure"]; !ok {
@@ -577,7 +579,7 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 	if rs.Addr.Port() == 0 && vs.Addr.Port() != 0 {
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
 	}
-	if rs.Method.Kind != "NAT" && vs.FWMark != 0 && rs.Addr.Port() != 0 {
+	if rs.Method.Kind != NAT && vs.FWMark != 0 && rs.Addr.Port() != 0 {
 		// keepalived 2.2.7: "fwmark virtual server FWM 111, real server
 		// [192.0.2.31]:none:53 has port specified - clearing". Its checkers
 		// were made from the address before, so they keep the port.
@@ -589,13 +591,14 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 		}
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), 0)
 	}
-	if rs.Method.Kind != "NAT" && vs.Addr.IsValid() && rs.Addr.Port() != vs.Addr.Port() {
+	if rs.Method.Kind != NAT && vs.Addr.IsValid() && rs.Addr.Port() != vs.Addr.Port() {
 		d.rep.warnf(rs.Pos, "real_server", "%s cannot change the port: port %d used, not %d, as keepalived does", rs.Method.Kind, vs.Addr.Port(), rs.Addr.Port())
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), vs.Addr.Port())
 	}
-	vt, rt := vs.timing, rs.timing
+	vt, rt := *vs.timing, *rs.timing
 	for _, c := range rs.Checkers {
-		ct := c.timing
+		ct := *c.timing
+		c.timing = nil
 		retry, dbr := checkerDefaults(c.Type)
 		c.DelayLoop = pick(ct.delayLoop, pick(rt.delayLoop, vs.DelayLoop))
 		c.ConnectTimeout = pick(ct.connectTimeout, pick(rt.connectTimeout, vs.ConnectTimeout))
@@ -676,7 +679,7 @@ func (d *decoder) resolveVMACs() {
 			v.hwGiven = false
 		}
 		hw := [6]byte{0, 0, 0x5e, 0, 1, byte(in.VRID)}
-		if in.Family == "inet6" {
+		if in.Family == Inet6 {
 			hw[4] = 2
 		}
 		if v.hwGiven {
@@ -691,7 +694,7 @@ func (d *decoder) resolveVMACs() {
 			in.PromoteSecondaries = false
 		}
 		if !v.named {
-			v.Name = vmacName(prefix, in.VRID, in.Family == "inet6", taken)
+			v.Name = vmacName(prefix, in.VRID, in.Family == Inet6, taken)
 			taken[v.Name] = true
 		}
 	}

@@ -1,5 +1,7 @@
 package config
 
+import "strings"
+
 // Node is one keyword of the configuration with its arguments and, when it
 // opens a block, the nodes inside.
 type Node struct {
@@ -33,6 +35,28 @@ type treeBuilder struct {
 	// skip counts the open blocks being skipped: one opened without a
 	// keyword, or nested too deep.
 	skip int
+	// emit, when set, takes each top-level node once it is complete (the
+	// next top-level keyword is read, or the input ends), which is then
+	// no longer kept: a large file's tree is never held whole.
+	emit func(*Node)
+	// words holds one copy of each word put in a node: the model keeps
+	// no substring of a file's text (which would keep the whole text
+	// alive), and the words many blocks repeat ("/healthz", "200") are
+	// one string.
+	words map[string]string
+}
+
+// word is s as one copy shared by every node that has it.
+func (b *treeBuilder) word(s string) string {
+	if w, ok := b.words[s]; ok {
+		return w
+	}
+	if b.words == nil {
+		b.words = map[string]string{}
+	}
+	w := strings.Clone(s)
+	b.words[w] = w
+	return w
 }
 
 func newTreeBuilder(rep *reporter) *treeBuilder {
@@ -97,16 +121,24 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 			for j < len(toks) && (toks[j].quoted || (toks[j].text != "{" && toks[j].text != "}")) {
 				j++
 			}
-			n := &Node{Pos: pos, Keyword: t.text}
+			n := &Node{Pos: pos, Keyword: b.word(t.text)}
 			if j > i+1 {
 				n.Args = make([]string, j-i-1)
 				n.quoted = make([]bool, j-i-1)
 				for k := range n.Args {
-					n.Args[k] = toks[i+1+k].text
+					n.Args[k] = b.word(toks[i+1+k].text)
 					n.quoted[k] = toks[i+1+k].quoted
 				}
 			}
 			top := b.stack[len(b.stack)-1]
+			if top == &b.root && b.emit != nil && len(top.Children) > 0 {
+				// Only blocks still open receive nodes: the previous
+				// top-level node is complete.
+				prev := top.Children[0]
+				top.Children[0] = nil
+				top.Children = top.Children[:0]
+				b.emit(prev)
+			}
 			top.Children = append(top.Children, n)
 			b.pending = n
 			i = j
@@ -114,12 +146,20 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 	}
 }
 
-// finish closes the input and returns the top-level nodes. Blocks still
-// open are reported once, at the innermost.
+// finish closes the input and returns the top-level nodes not emitted
+// (all of them without emit). Blocks still open are reported once, at the
+// innermost.
 func (b *treeBuilder) finish() []*Node {
 	if len(b.stack) > 1 {
 		n := b.stack[len(b.stack)-1]
 		b.rep.errorf(n.Pos, n.Keyword, "block is never closed: missing }")
+	}
+	if b.emit != nil {
+		rest := b.root.Children
+		b.root.Children = nil
+		for _, n := range rest {
+			b.emit(n)
+		}
 	}
 	return b.root.Children
 }

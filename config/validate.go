@@ -43,9 +43,10 @@ func (d *decoder) validateVRRP() {
 	}
 
 	type vridKey struct {
-		iface, family string
-		vrid          int
-		mcast         netip.Addr
+		iface  string
+		family Family
+		vrid   int
+		mcast  netip.Addr
 	}
 	vrids := map[vridKey]*Instance{}
 	vips := map[vipKey]vipOwner{}
@@ -70,7 +71,7 @@ func (d *decoder) validateVRRP() {
 		if in.Version == 3 && len(in.VIPs) == 0 && !in.Strict {
 			d.rep.errorf(in.Pos, "vrrp_instance", "%s: VRRPv3 needs at least one virtual_ipaddress (keepalived refuses it too)", in.Name)
 		}
-		if in.Priority == 255 && in.State != "MASTER" {
+		if in.Priority == 255 && in.State != Master {
 			d.rep.warnf(in.Pos, "priority", "%s: priority 255 means this router owns the addresses; it should be state MASTER", in.Name)
 		}
 		checkScripts(in.TrackScripts)
@@ -192,7 +193,7 @@ func (d *decoder) overlappingServices(groups map[string]*VirtualServerGroup) {
 		for _, e := range g.Entries {
 			if e.FWMark != 0 {
 				f := vs.Family
-				if e.Family != "" {
+				if e.Family != FamilyUnset {
 					f = e.Family
 				}
 				if !claim(vs, fmt.Sprintf("fwmark %d (%s)", e.FWMark, f)) {
@@ -250,11 +251,11 @@ func (d *decoder) validateLVS() {
 			if rs.LThreshold > 0 && (rs.UThreshold == 0 || rs.LThreshold > rs.UThreshold) {
 				d.rep.errorf(rs.Pos, "lthreshold", "%d needs a uthreshold at least as high: the kernel refuses it", rs.LThreshold)
 			}
-			if rs.Method.Kind != "TUN" && family(rs.Addr.Addr()) != vs.Family {
+			if rs.Method.Kind != TUN && family(rs.Addr.Addr()) != vs.Family {
 				d.rep.errorf(rs.Pos, "real_server", "%s is not an %s address; only tunnelled real servers may differ in family from the virtual server", rs.Addr.Addr(), vs.Family)
 			}
 		}
-		if s := vs.SorryServer; s != nil && s.Method.Kind != "TUN" && family(s.Addr.Addr()) != vs.Family {
+		if s := vs.SorryServer; s != nil && s.Method.Kind != TUN && family(s.Addr.Addr()) != vs.Family {
 			d.rep.errorf(vs.Pos, "sorry_server", "%s is not an %s address", s.Addr.Addr(), vs.Family)
 		}
 	}

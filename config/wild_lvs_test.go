@@ -29,7 +29,7 @@ func lvsSummary(cfg *Config) string {
 			fmt.Fprintf(&b, "  real %s weight %d method %s\n", rs.Addr, rs.Weight, rs.Method.Kind)
 			for _, c := range rs.Checkers {
 				fmt.Fprintf(&b, "    check %s", c.Type)
-				if c.Type != "MISC_CHECK" {
+				if c.Type != CheckMisc {
 					ip, port := rs.Addr.Addr(), rs.Addr.Port()
 					if c.ConnectIP.IsValid() {
 						ip = c.ConnectIP

@@ -423,7 +423,7 @@ func (l *LVS) stop() error {
 			if !p.VS.Omega {
 				continue
 			}
-			if g.LVSFlushOnStop == "" && i < len(l.states) {
+			if g.LVSFlushOnStop == config.FlushNone && i < len(l.states) {
 				w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
 				for j, rs := range p.VS.RealServers {
 					if j >= len(l.states[i]) || rs.NotifyDown == nil {
@@ -451,7 +451,7 @@ func (l *LVS) stop() error {
 	switch {
 	case l.KeepOnStop:
 		l.log.Info("leaving the virtual servers in the kernel (--dont-release-ipvs)")
-	case g.LVSFlushOnStop == "ALL":
+	case g.LVSFlushOnStop == config.FlushAll:
 		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
 		errs = append(errs, l.k.Flush())
 	default:

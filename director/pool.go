@@ -106,7 +106,7 @@ func (p *Pool) Write(states []RealState, drained map[netip.AddrPort]bool, t ipvs
 // portFor is the address a destination of service k gets: a NAT real
 // server keeps its port, the others take the service's.
 func portFor(addr netip.AddrPort, m config.Method, k ipvs.ServiceKey) netip.AddrPort {
-	if m.Kind != "NAT" {
+	if m.Kind != config.NAT {
 		return netipPort(addr, k.Port)
 	}
 	return addr

@@ -70,18 +70,18 @@ func granularity(g string) (int, error) {
 	return n, nil
 }
 
-func protocolOf(p string) ipvs.Protocol {
+func protocolOf(p config.Protocol) ipvs.Protocol {
 	switch p {
-	case "UDP":
+	case config.UDP:
 		return ipvs.UDP
-	case "SCTP":
+	case config.SCTP:
 		return ipvs.SCTP
 	}
 	return ipvs.TCP
 }
 
-func familyOf(f string) ipvs.Family {
-	if f == "inet6" {
+func familyOf(f config.Family) ipvs.Family {
+	if f == config.Inet6 {
 		return ipvs.IPv6
 	}
 	return ipvs.IPv4
@@ -110,7 +110,7 @@ func keysOf(cfg *config.Config, vs *config.VirtualServer) ([]ipvs.ServiceKey, er
 	for _, e := range g.Entries {
 		if e.FWMark != 0 {
 			f := familyOf(vs.Family)
-			if e.Family != "" {
+			if e.Family != config.FamilyUnset {
 				f = familyOf(e.Family)
 			}
 			keys = append(keys, ipvs.MarkKey(f, e.FWMark))
@@ -142,20 +142,20 @@ func destOf(addr netip.AddrPort, m config.Method, weight int, uthr, lthr uint32)
 		LowerThreshold: lthr,
 	}
 	switch m.Kind {
-	case "NAT":
+	case config.NAT:
 		d.Forward = ipvs.Masquerade
-	case "TUN":
+	case config.TUN:
 		d.Forward = ipvs.Tunnel
 		switch m.TunType {
-		case "gue":
+		case config.TunnelGUE:
 			d.TunnelType, d.TunnelPort = 1, m.TunPort
-		case "gre":
+		case config.TunnelGRE:
 			d.TunnelType = 2
 		}
 		switch m.TunCsum {
-		case "csum":
+		case config.Csum:
 			d.TunnelFlags = 1
-		case "remcsum":
+		case config.RemCsum:
 			d.TunnelFlags = 2
 		}
 	default:

@@ -171,7 +171,7 @@ func TestDNSProbeAsKeepalived(t *testing.T) {
 		{"closed port", closed, "", "SOA", Down, "answer: connection refused", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &config.Checker{Type: "DNS_CHECK", ConnectTimeout: 300 * time.Millisecond, DNS: &config.DNSCheck{Type: tc.typ, Name: tc.dnsName}}
+			c := &config.Checker{Type: config.CheckDNS, ConnectTimeout: 300 * time.Millisecond, DNS: &config.DNSCheck{Type: tc.typ, Name: tc.dnsName}}
 			rs := &config.RealServer{Addr: tc.addr}
 			p, err := NewDNS(c, rs)
 			if err != nil {
@@ -284,10 +284,10 @@ func TestSMTPProbeAsKeepalived(t *testing.T) {
 // TestCheckerWithoutSettingsIsAnError: a checker made without its
 // settings (not by the configuration's reader) is an error, not a panic.
 func TestCheckerWithoutSettingsIsAnError(t *testing.T) {
-	for _, typ := range []string{"UDP_CHECK", "DNS_CHECK", "SMTP_CHECK"} {
+	for _, typ := range []config.CheckerType{config.CheckUDP, config.CheckDNS, config.CheckSMTP} {
 		cfg := &config.Config{VirtualServers: []*config.VirtualServer{{RealServers: []*config.RealServer{{
 			Addr: netip.MustParseAddrPort("127.0.0.1:53"), Checkers: []*config.Checker{{Type: typ}}}}}}}
-		if _, err := New(cfg, func(Event) {}, nil); err == nil || !strings.Contains(err.Error(), typ) {
+		if _, err := New(cfg, func(Event) {}, nil); err == nil || !strings.Contains(err.Error(), typ.String()) {
 			t.Errorf("%s without settings: %v, want an error naming it", typ, err)
 		}
 	}
@@ -347,8 +347,8 @@ func TestRunnerRunsUDPDNSSMTP(t *testing.T) {
 		c.Prober = &counted{Prober: c.Prober, after: func(res Result) {
 			mu.Lock()
 			defer mu.Unlock()
-			probes[c.Cfg.Type]++
-			if c.Cfg.Type != "UDP_CHECK" && res.Outcome != Up && ctx.Err() == nil {
+			probes[c.Cfg.Type.String()]++
+			if c.Cfg.Type != config.CheckUDP && res.Outcome != Up && ctx.Err() == nil {
 				t.Errorf("%s: %v", c.Cfg.Type, res)
 			}
 		}}

@@ -85,7 +85,7 @@ func FuzzHTTPAnswer(f *testing.F) {
 	f.Add([]byte("garbage\r\n\r\n"), false)
 	f.Fuzz(func(t *testing.T, answer []byte, digest bool) {
 		fuzztest.Bound(t)
-		c := &config.Checker{Type: "HTTP_GET", ConnectTimeout: time.Second,
+		c := &config.Checker{Type: config.CheckHTTPGet, ConnectTimeout: time.Second,
 			HTTP: &config.HTTPCheck{URLs: []*config.URL{fuzzURL(digest)}, HTTPProtocol: "1.1", ReuseConnection: time.Minute}}
 		p, err := NewHTTP(c, &config.RealServer{}, "")
 		if err != nil {

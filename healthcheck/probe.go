@@ -195,7 +195,7 @@ func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share *tlsShar
 	if p.Host == "" {
 		p.Host = rs.VirtualHost
 	}
-	if c.Type == "SSL_GET" {
+	if c.Type == config.CheckSSLGet {
 		if share == nil {
 			// The prober's own, so that its URLs of one server name
 			// share a configuration (and a kept connection).

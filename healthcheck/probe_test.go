@@ -126,8 +126,17 @@ func (s *testServer) addrPort() netip.AddrPort {
 	return netip.MustParseAddrPort(s.Listener.Addr().String())
 }
 
+// checkerType is the checker type named typ ("SSL_GET").
+func checkerType(typ string) config.CheckerType {
+	var ct config.CheckerType
+	if err := ct.UnmarshalText([]byte(typ)); err != nil {
+		panic(err)
+	}
+	return ct
+}
+
 func httpChecker(typ string, s *testServer, urls ...*config.URL) (*config.Checker, *config.RealServer) {
-	c := &config.Checker{Type: typ, ConnectTimeout: 500 * time.Millisecond, HTTP: &config.HTTPCheck{URLs: urls}}
+	c := &config.Checker{Type: checkerType(typ), ConnectTimeout: 500 * time.Millisecond, HTTP: &config.HTTPCheck{URLs: urls}}
 	return c, &config.RealServer{Addr: s.addrPort()}
 }
 
@@ -272,7 +281,7 @@ func TestSSLTimeoutSaysWhereTheTimeWent(t *testing.T) {
 			t.Cleanup(func() { c.Close() }) // held, never answered
 		}
 	}()
-	c := &config.Checker{Type: "SSL_GET", ConnectTimeout: 200 * time.Millisecond,
+	c := &config.Checker{Type: config.CheckSSLGet, ConnectTimeout: 200 * time.Millisecond,
 		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/ok")}}}
 	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
 	if err != nil {
@@ -356,7 +365,7 @@ func TestMiscProbe(t *testing.T) {
 		})
 	}
 	// enable_script_security refuses a script under /tmp.
-	c := &config.Checker{Type: "MISC_CHECK", Misc: &config.MiscCheck{Script: sh("exit 0")}}
+	c := &config.Checker{Type: config.CheckMisc, Misc: &config.MiscCheck{Script: sh("exit 0")}}
 	if _, err := NewMisc(c, &config.Global{EnableScriptSecurity: true}); err == nil && os.Geteuid() == 0 {
 		t.Error("enable_script_security took a script under /tmp")
 	}
@@ -852,7 +861,7 @@ func rawServerProber(t *testing.T, serve func(net.Conn)) (*HTTP, *atomic.Int64) 
 			}()
 		}
 	}()
-	c := &config.Checker{Type: "HTTP_GET", ConnectTimeout: 500 * time.Millisecond,
+	c := &config.Checker{Type: config.CheckHTTPGet, ConnectTimeout: 500 * time.Millisecond,
 		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}
 	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
 	if err != nil {

@@ -280,17 +280,17 @@ func NewWith(cfg *config.Config, emit func(Event), log *slog.Logger, o Options) 
 				var pr Prober
 				var err error
 				switch c.Type {
-				case "HTTP_GET", "SSL_GET":
+				case config.CheckHTTPGet, config.CheckSSLGet:
 					pr, err = newHTTP(c, rs, ca, share)
-				case "TCP_CHECK":
+				case config.CheckTCP:
 					pr = &TCP{Target: TargetOf(c, rs)}
-				case "MISC_CHECK":
+				case config.CheckMisc:
 					pr, err = NewMisc(c, &cfg.Global)
-				case "UDP_CHECK":
+				case config.CheckUDP:
 					pr, err = NewUDP(c, rs)
-				case "DNS_CHECK":
+				case config.CheckDNS:
 					pr, err = NewDNS(c, rs)
-				case "SMTP_CHECK":
+				case config.CheckSMTP:
 					pr, err = NewSMTP(c, rs)
 				default:
 					err = fmt.Errorf("checker type %s", c.Type)
@@ -660,7 +660,7 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	changed, retry := c.Verdict.Next(res.Outcome)
 	s.pool.local(s.idx, res.Outcome == Unknown)
 	if res.Outcome == Down || (res.Outcome == Unknown && c.Cfg.LogAllFailures) {
-		s.log.Debug("check failed", "check", c.Cfg.Type, "outcome", res.Outcome.String(), "reason", res.Reason)
+		s.log.Debug("check failed", "check", c.Cfg.Type.String(), "outcome", res.Outcome.String(), "reason", res.Reason)
 	}
 	// misc_dynamic, as keepalived's check_misc.c: an exit code of 2 or
 	// more sets the weight, exit 0 gives the configured weight back; a
@@ -682,7 +682,7 @@ func (r *Runner) record(c *Check, res Result, now time.Time) bool {
 	s.alive, s.weight = alive, weight
 	if alive != was {
 		s.log.Info("real server", "alive", alive, "weight", weight,
-			"check", c.Cfg.Type, "reason", res.Reason)
+			"check", c.Cfg.Type.String(), "reason", res.Reason)
 	}
 	r.emit(Event{Pool: s.pool.idx, Real: s.idx, Alive: alive, Weight: weight, Reason: res.Reason})
 	return retry

@@ -262,7 +262,7 @@ func (n *Node) faultOf(in *instance) (uint8, bool) {
 }
 
 func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[string]*sock) (*instance, error) {
-	ipv6 := ci.Family == "inet6"
+	ipv6 := ci.Family == config.Inet6
 	group := cfg.Global.MCastGroup4
 	if ipv6 {
 		group = cfg.Global.MCastGroup6
@@ -280,7 +280,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	if unicast {
 		group = netip.Addr{}
 	}
-	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == "AH" && !ipv6
+	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == config.AuthAH && !ipv6
 	ifname := sendIf(ci)
 	key := fmt.Sprintf("%s/%v/%s/ah=%v", ifname, ipv6, group, ah)
 	if unicast {
@@ -384,7 +384,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		Version: uint8(ci.Version), VRID: uint8(ci.VRID), Priority: uint8(ci.Priority),
 		AdvertInt: ci.AdvertInt, Preempt: ci.Preempt, PreemptDelay: ci.PreemptDelay,
 		Primary: in.primary, LowerPrioNoAdvert: ci.LowerPrioNoAdvert, HigherPrioSendAdvert: ci.HigherPrioSendAdvert,
-		InitMaster: ci.State == "MASTER",
+		InitMaster: ci.State == config.Master,
 		Garp: GarpParams{Repeat: ci.Garp.MasterRepeat, Delay: ci.Garp.MasterDelay,
 			LowerPrioDelay: ci.Garp.LowerPrioDelay, LowerPrioRep: ci.Garp.LowerPrioRepeat,
 			Refresh: ci.Garp.MasterRefresh, RefreshRepeat: ci.Garp.MasterRefreshRepeat},

@@ -128,7 +128,7 @@ func mcastGroup(c *config.Config, in *config.Instance) netip.Addr {
 	switch {
 	case in.MCastDstIP.IsValid():
 		return in.MCastDstIP
-	case in.Family == "inet6":
+	case in.Family == config.Inet6:
 		return c.Global.MCastGroup6
 	}
 	return c.Global.MCastGroup4

@@ -45,7 +45,7 @@ func (n *Node) vmac(ci *config.Instance) error {
 	if err != nil {
 		return fmt.Errorf("instance %s: use_vmac: %w", ci.Name, err)
 	}
-	ipv6 := ci.Family == "inet6"
+	ipv6 := ci.Family == config.Inet6
 	if !ipv6 {
 		// Before the macvlan exists, so that it is made with the raised
 		// default and is set to 0 itself afterwards.

@@ -59,7 +59,7 @@ func (d *daemon) newMetrics() {
 	}
 	d.metrics = metrics.New(d.Status)
 	d.onResult = func(c *healthcheck.Check, r healthcheck.Result) {
-		d.metrics.ObserveCheck(c.Cfg.Type, r.Outcome.String(), r.Latency, r.Waited)
+		d.metrics.ObserveCheck(c.Cfg.Type.String(), r.Outcome.String(), r.Latency, r.Waited)
 	}
 }
 

@@ -107,7 +107,7 @@ func (b *bgpRun) inputs() bgp.Inputs {
 			continue
 		}
 		s := b.serving[vs.Identity()]
-		in.Services = append(in.Services, bgp.Service{Name: vs.Protocol + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
+		in.Services = append(in.Services, bgp.Service{Name: vs.Protocol.String() + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
 			Dev: vs.Announce.Dev, Programmed: s.Programmed, Quorum: s.Quorum})
 	}
 	return in

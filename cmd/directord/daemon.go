@@ -163,7 +163,7 @@ func (d *daemon) runLVS(cfg *config.Config) bool {
 // line is no change. Nice values are left out: they apply at start only.
 func vrrpKey(cfg *config.Config) string {
 	g := cfg.Global
-	g.SyncDaemon, g.LVSTimeouts, g.LVSFlush, g.LVSFlushOnStop = nil, nil, false, ""
+	g.SyncDaemon, g.LVSTimeouts, g.LVSFlush, g.LVSFlushOnStop = nil, nil, false, config.FlushNone
 	g.Nice, g.RTPriority = 0, 0
 	g.NotifyFIFO, g.VRRPNotifyFIFO, g.LVSNotifyFIFO = nil, nil, nil // the daemon's (fifo.go)
 	// Read at start; default_interface is the static entries' (static.go).

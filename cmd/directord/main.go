@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -115,7 +116,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "%s: warning: net_namespace: %s does not exist on this host: directord would stop at start, as keepalived\n", netnsAt(o, cfg), netnsPath(netns))
 			}
 		}
-		fmt.Fprint(stdout, summary(cfg, diags))
+		bw := bufio.NewWriter(stdout)
+		writeSummary(bw, cfg, diags)
+		if err := bw.Flush(); err != nil {
+			fmt.Fprintf(stderr, "directord: %v\n", err)
+			return exitFailure
+		}
 		return scriptTest(cfg, stderr)
 	}
 	return daemonMain(o, cfg, stderr)
@@ -198,8 +204,16 @@ func scriptTest(cfg *config.Config, stderr io.Writer) int {
 // summary is what -t prints on success: the resolved configuration in a few
 // lines an operator can check at a glance.
 func summary(cfg *config.Config, diags config.Diagnostics) string {
-	var b []byte
-	out := func(format string, args ...any) { b = fmt.Appendf(b, format, args...) }
+	var b strings.Builder
+	writeSummary(&b, cfg, diags)
+	return b.String()
+}
+
+// writeSummary writes summary's lines to w as they are made: a large
+// file's summary (a line per use of a keyword directord runs differently,
+// 40,000 for 20,000 real servers) is never held whole.
+func writeSummary(w io.Writer, cfg *config.Config, diags config.Diagnostics) {
+	out := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	out("configuration OK: %s\n", cfg.Files[0])
 	if len(cfg.Files) > 1 {
 		out("  includes %d more files\n", len(cfg.Files)-1)
@@ -248,8 +262,8 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		case vs.Group != "":
 			id = "group " + vs.Group
 		}
-		if vs.Protocol != "" {
-			id = vs.Protocol + " " + id
+		if vs.Protocol != config.ProtocolUnset {
+			id = vs.Protocol.String() + " " + id
 		}
 		announce := ""
 		if vs.Announce != nil {
@@ -272,11 +286,22 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 			out("bgp neighbor %s: AS %d, hold time %s, %s\n", n.Addr, n.RemoteAS, n.HoldTime, bfd)
 		}
 	}
-	// What the file relies on that directord does not do as keepalived.
-	var diffs []string
+	// What the file relies on that directord does not do as keepalived,
+	// under a heading if there is any.
+	some := len(cfg.Differs) > 0
+	for _, vs := range cfg.VirtualServers {
+		some = some || vs.HASuspend && vs.Group != ""
+		for _, rs := range vs.RealServers {
+			some = some || len(rs.Unchecked) > 0
+		}
+	}
+	if some {
+		out("differences from keepalived that this file relies on:\n")
+	}
+	diff := func(s string) { out("  %s\n", s) }
 	for _, vs := range cfg.VirtualServers {
 		if vs.HASuspend && vs.Group != "" {
-			diffs = append(diffs, fmt.Sprintf("virtual_server group %s (%s): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group", vs.Group, vs.Pos))
+			diff(fmt.Sprintf("virtual_server group %s (%s): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group", vs.Group, vs.Pos))
 		}
 		for _, rs := range vs.RealServers {
 			if len(rs.Unchecked) == 0 {
@@ -290,19 +315,13 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 			if rs.AlwaysAlive() {
 				then = "not checked at all: always alive"
 			}
-			diffs = append(diffs, fmt.Sprintf("real_server %s (%s): %s not supported by directord; %s", rs.Addr, rs.Pos, strings.Join(u, ", "), then))
+			diff(fmt.Sprintf("real_server %s (%s): %s not supported by directord; %s", rs.Addr, rs.Pos, strings.Join(u, ", "), then))
 		}
 	}
 	// Every keyword the file uses that directord runs differently
 	// (config.Differences, as docs/keywords.md lists them).
 	for _, d := range cfg.Differs {
-		diffs = append(diffs, d.String())
-	}
-	if len(diffs) > 0 {
-		out("differences from keepalived that this file relies on:\n")
-		for _, d := range diffs {
-			out("  %s\n", d)
-		}
+		out("  %s: %s (in %s): %s\n", d.Pos, d.Keyword, d.Block, d.How)
 	}
 	// What the file asks for that directord does not do at all: one line
 	// per function lost, its keywords and where (config.Losses).
@@ -325,7 +344,6 @@ func summary(cfg *config.Config, diags config.Diagnostics) string {
 		}
 	}
 	out("%d warnings, %d keywords not supported by directord\n", warnings, unsupported)
-	return string(b)
 }
 
 func orNone(s string) string {

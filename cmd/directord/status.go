@@ -79,7 +79,7 @@ func (d *daemon) Status() control.Status {
 			for _, c := range v.checks.Checks() {
 				p, r := c.Where()
 				res, at := c.Last()
-				cc := control.Check{Type: c.Cfg.Type, Reason: res.Reason, Latency: res.Latency, At: at, Suspended: c.Suspended()}
+				cc := control.Check{Type: c.Cfg.Type.String(), Reason: res.Reason, Latency: res.Latency, At: at, Suspended: c.Suspended()}
 				if !at.IsZero() {
 					cc.Result = res.Outcome.String()
 				}
@@ -87,8 +87,8 @@ func (d *daemon) Status() control.Status {
 			}
 		}
 		for pi, p := range pools {
-			vs := control.VirtualServer{Name: vsName(p.VS), Position: p.VS.Pos.String(), Protocol: p.VS.Protocol,
-				Scheduler: p.VS.Scheduler, Forwarding: p.VS.Method.Kind, QuorumUp: p.QuorumUp, Reals: []control.Real{}}
+			vs := control.VirtualServer{Name: vsName(p.VS), Position: p.VS.Pos.String(), Protocol: p.VS.Protocol.String(),
+				Scheduler: p.VS.Scheduler, Forwarding: p.VS.Method.Kind.String(), QuorumUp: p.QuorumUp, Reals: []control.Real{}}
 			for ri, r := range p.Reals {
 				cs := checks[where{pi, ri}]
 				if cs == nil {

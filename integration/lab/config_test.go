@@ -53,7 +53,7 @@ func TestConfigSaysWhatTheLabAssumes(t *testing.T) {
 			if sd := cfg.Global.SyncDaemon; sd == nil || sd.Instance != in.Name || sd.Interface != "eth0" {
 				t.Errorf("lvs_sync_daemon %+v", sd)
 			}
-			if vs.Addr != ServiceAddress || vs.Scheduler != "rr" || vs.Method.Kind != "DR" || len(vs.RealServers) != len(RealAddrs) {
+			if vs.Addr != ServiceAddress || vs.Scheduler != "rr" || vs.Method.Kind != config.DR || len(vs.RealServers) != len(RealAddrs) {
 				t.Fatalf("virtual server %v %s %s with %d real servers", vs.Addr, vs.Scheduler, vs.Method.Kind, len(vs.RealServers))
 			}
 			for j, rs := range vs.RealServers {
@@ -62,7 +62,7 @@ func TestConfigSaysWhatTheLabAssumes(t *testing.T) {
 				}
 				c := rs.Checkers[0]
 				bound := c.DelayLoop + time.Duration(c.Retry+1)*c.ConnectTimeout + time.Duration(c.Retry)*c.DelayBeforeRetry
-				if c.Type != "SSL_GET" || bound != DetectionBound {
+				if c.Type != config.CheckSSLGet || bound != DetectionBound {
 					t.Errorf("%s checker with a detection bound of %v; the lab assumes SSL_GET and %v", c.Type, bound, DetectionBound)
 				}
 			}

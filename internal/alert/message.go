@@ -60,19 +60,19 @@ func Group(routerID, name, state string) (Message, bool) {
 // mails the real server's transition, with the body of its first
 // checker's kind.
 func RealServer(routerID string, vs *config.VirtualServer, rs *config.RealServer, up bool) Message {
-	kind := ""
+	kind := config.CheckerUnset
 	if len(rs.Checkers) > 0 {
 		kind = rs.Checkers[0].Type
 	}
 	var body string
 	switch {
-	case kind == "TCP_CHECK" && up:
+	case kind == config.CheckTCP && up:
 		body = "=> TCP CHECK succeed on service <="
-	case kind == "TCP_CHECK":
+	case kind == config.CheckTCP:
 		body = "=> TCP CHECK failed on service <="
-	case kind == "MISC_CHECK" && up:
+	case kind == config.CheckMisc && up:
 		body = "=> MISC CHECK succeeded on service <="
-	case kind == "MISC_CHECK":
+	case kind == config.CheckMisc:
 		body = "=> MISC CHECK failed on service <="
 	case up:
 		body = "=> CHECK succeed on service <="
@@ -138,14 +138,14 @@ func FormatVS(vs *config.VirtualServer) string {
 }
 
 // trio is keepalived's inet_sockaddrtotrio: [ADDRESS]:PROTO:PORT.
-func trio(a netip.AddrPort, proto string) string {
+func trio(a netip.AddrPort, proto config.Protocol) string {
 	p := "none"
 	switch proto {
-	case "TCP":
+	case config.TCP:
 		p = "tcp"
-	case "UDP":
+	case config.UDP:
 		p = "udp"
-	case "SCTP":
+	case config.SCTP:
 		p = "sctp"
 	}
 	return fmt.Sprintf("[%s]:%s:%d", a.Addr().Unmap(), p, a.Port())

@@ -10,10 +10,10 @@ import (
 // TestMessages checks the subjects and bodies against keepalived 2.2.7's
 // (smtp.c, vrrp_notify.c, ipwrapper.c, check_*.c).
 func TestMessages(t *testing.T) {
-	vs := &config.VirtualServer{Addr: netip.MustParseAddrPort("192.0.2.100:443"), Protocol: "TCP", Quorum: 3, Hysteresis: 1}
-	rs := &config.RealServer{Addr: netip.MustParseAddrPort("192.0.2.11:443"), Checkers: []*config.Checker{{Type: "TCP_CHECK"}}}
-	http := &config.RealServer{Addr: netip.MustParseAddrPort("[2001:db8::1]:80"), Checkers: []*config.Checker{{Type: "SSL_GET"}}}
-	fwm := &config.VirtualServer{FWMark: 7, Protocol: "TCP"}
+	vs := &config.VirtualServer{Addr: netip.MustParseAddrPort("192.0.2.100:443"), Protocol: config.TCP, Quorum: 3, Hysteresis: 1}
+	rs := &config.RealServer{Addr: netip.MustParseAddrPort("192.0.2.11:443"), Checkers: []*config.Checker{{Type: config.CheckTCP}}}
+	http := &config.RealServer{Addr: netip.MustParseAddrPort("[2001:db8::1]:80"), Checkers: []*config.Checker{{Type: config.CheckSSLGet}}}
+	fwm := &config.VirtualServer{FWMark: 7, Protocol: config.TCP}
 	grp := &config.VirtualServer{Group: "web", Addr: netip.AddrPortFrom(netip.Addr{}, 80)}
 	inst, _ := Instance("lb1", "VI_1", "BACKUP")
 	del, _ := Instance("lb1", "VI_1", "DELETED")

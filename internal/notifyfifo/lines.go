@@ -57,8 +57,8 @@ func FormatVS(vs *config.VirtualServer) string {
 
 // trio is keepalived's inet_sockaddrtotrio: a fwmark service has no
 // protocol ("none").
-func trio(a netip.AddrPort, proto string) string {
-	p := strings.ToLower(proto)
+func trio(a netip.AddrPort, proto config.Protocol) string {
+	p := strings.ToLower(proto.String())
 	if p == "" {
 		p = "none"
 	}

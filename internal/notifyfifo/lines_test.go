@@ -9,13 +9,13 @@ import (
 
 // TestLines: keepalived 2.2.7's lines, byte for byte.
 func TestLines(t *testing.T) {
-	vs := &config.VirtualServer{Addr: netip.MustParseAddrPort("192.168.201.15:80"), Protocol: "TCP"}
+	vs := &config.VirtualServer{Addr: netip.MustParseAddrPort("192.168.201.15:80"), Protocol: config.TCP}
 	rs := &config.RealServer{Addr: netip.MustParseAddrPort("1.2.3.4:80")}
-	vs6 := &config.VirtualServer{Addr: netip.MustParseAddrPort("[2001:db8::1]:443"), Protocol: "SCTP"}
+	vs6 := &config.VirtualServer{Addr: netip.MustParseAddrPort("[2001:db8::1]:443"), Protocol: config.SCTP}
 	rs6 := &config.RealServer{Addr: netip.MustParseAddrPort("[2001:db8::a]:8443")}
 	fwm := &config.VirtualServer{FWMark: 7}
 	rsFwm := &config.RealServer{Addr: netip.MustParseAddrPort("10.0.0.2:0")}
-	grp := &config.VirtualServer{Group: "web", Protocol: "UDP"}
+	grp := &config.VirtualServer{Group: "web", Protocol: config.UDP}
 	tests := []struct{ name, got, want string }{
 		{"instance", InstanceLine("VI_1", "MASTER", 100), "INSTANCE \"VI_1\" MASTER 100\n"},
 		{"instance stop", InstanceLine("VI 2", "STOP", 0), "INSTANCE \"VI 2\" STOP 0\n"},
