@@ -187,7 +187,7 @@ func WaitFor(t TB, limit time.Duration, what string, cond func() bool) time.Dura
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
+			t.Fatalf("%s: not within %v%s", what, limit, StarvedDuring(t, start))
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -197,10 +197,11 @@ func WaitFor(t TB, limit time.Duration, what string, cond func() bool) time.Dura
 // HoldFor checks that cond stays true for d.
 func HoldFor(t TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(d)
+	start := time.Now()
+	end := start.Add(d)
 	for time.Now().Before(end) {
 		if !cond() {
-			t.Fatalf("%s: stopped holding", what)
+			t.Fatalf("%s: stopped holding after %v%s", what, time.Since(start).Round(time.Millisecond), StarvedDuring(t, start))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
