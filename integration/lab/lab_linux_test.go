@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -568,5 +569,31 @@ func TestHandoverCarriesYoungConnections(t *testing.T) {
 	t.Logf("lb2 knew %d of %d connections at the hand-over, all %v later", before, n, took)
 	if got := getAll(conns); got != n {
 		t.Errorf("%d of %d connections answered after the hand-over by their real server", got, n)
+	}
+}
+
+// TestRealServersOutrankTheGuest: every thread of every real server runs
+// at realServerNice, directord's priority, so that a busy process on the
+// lab's machine cannot slow their TLS past the checks' connect_timeout
+// (a real server is a host of its own).
+func TestRealServersOutrankTheGuest(t *testing.T) {
+	l := newLab(t)
+	for _, r := range l.Reals {
+		pid := r.proc.Cmd.Process.Pid
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				continue // the thread ended
+			}
+			s := string(b)
+			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+			if nice := f[16]; nice != fmt.Sprint(realServerNice) {
+				t.Errorf("%s (pid %d) thread %s runs at nice %s, want %d", r.Name, pid, task.Name(), nice, realServerNice)
+			}
+		}
 	}
 }
