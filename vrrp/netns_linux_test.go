@@ -80,37 +80,60 @@ func (w testWriter) Write(b []byte) (int, error) {
 }
 
 // TestNamespaceElectionAndHandOver: two directord peers elect the higher
-// priority one, which alone holds the VIP; its clean stop hands the VIP to
-// the other within Skew_Time (plus a margin for the host); the stopped peer
-// leaves no address behind.
+// priority one, which alone holds the VIP; its clean stop sends a
+// priority 0 advert, and the other takes the VIP Skew_Time after it, not
+// Master_Down_Interval after the last live advert; the stopped peer leaves
+// no address behind.
+//
+// Asserted by cause and order with the kernel's receive times, at
+// advert_int 1 so that the two timers are 3 s apart: a busy host delays a
+// takeover, it cannot make one early, nor move it past a timer seconds
+// later still.
 func TestNamespaceElectionAndHandOver(t *testing.T) {
 	nstest.RequireRoot(t)
+	const adv = time.Second
+	skew := 156 * adv / 256 // the backup's, priority 100
+	mdi := 3*adv + skew
+	const timer = 2 * time.Millisecond // a timer's granularity
 	a := nstest.New(t, "dd-vrrp-a")
 	b := nstest.New(t, "dd-vrrp-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-	na := startNode(t, a, nstest.Instance("dda", 200, 3, "0.1", "192.0.2.100/24", ""))
-	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+	arps := nstest.WatchARP(t, a, "dda") // b's announcements
+	adverts := nstest.WatchVRRP(t, b, "ddb")
+	zeros := nstest.WatchVRRPZero(t, b, "ddb")
+	na := startNode(t, a, nstest.Instance("dda", 200, 3, "1", "192.0.2.100/24", ""))
+	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "1", "192.0.2.100/24", ""))
 	converged := func() bool {
 		return na.state(t) == Master && nb.state(t) == Backup && a.HasAddr(t, "dda", "192.0.2.100")
 	}
-	nstest.WaitFor(t, 2*time.Second, "a master, b backup", converged)
-	nstest.HoldFor(t, 500*time.Millisecond, "a master, b backup", converged)
+	nstest.WaitFor(t, 10*time.Second, "a master, b backup", converged)
+	nstest.HoldFor(t, 1500*time.Millisecond, "a master, b backup", converged)
 	if b.HasAddr(t, "ddb", "192.0.2.100") {
 		t.Fatal("the backup holds the VIP")
 	}
-	start := time.Now()
+	stop := time.Now()
 	na.stop()
-	took := nstest.WaitFor(t, 2*time.Second, "b takes over", func() bool {
+	nstest.WaitFor(t, 2*mdi, "b takes over", func() bool {
 		return nb.state(t) == Master && b.HasAddr(t, "ddb", "192.0.2.100")
 	})
-	// Skew_Time for priority 100 at 100 ms is 60.9 ms; allow the host 40 ms.
-	if skew := 156 * 100 * time.Millisecond / 256; took > skew+40*time.Millisecond {
-		t.Errorf("takeover took %v after the clean stop began (%v since), want Skew_Time %v plus 40 ms", took, time.Since(start), skew)
-	}
 	if a.HasAddr(t, "dda", "192.0.2.100") {
 		t.Error("the stopped master left its VIP behind")
 	}
-	t.Logf("clean hand-over in %v", took)
+	nstest.WaitFor(t, 2*mdi, "b announces the VIP", func() bool { return arps.Count("192.0.2.100", stop) > 0 })
+	garp := arps.First("192.0.2.100", stop)
+	zero := zeros.First("192.0.2.1", stop)
+	if zero.IsZero() {
+		t.Fatal("no priority 0 advert on a clean stop")
+	}
+	last := adverts.Last("192.0.2.1", zero) // a's last live advert
+	if d := garp.Sub(zero); d < skew-timer {
+		t.Errorf("b took the VIP %v after the priority 0 advert, want Skew_Time %v at least", d, skew)
+	}
+	if d := garp.Sub(last); d >= mdi-timer {
+		t.Errorf("b took the VIP %v after a's last advert: Master_Down_Interval (%v), not the priority 0 advert", d, mdi)
+	}
+	t.Logf("clean hand-over: priority 0 advert %v after the stop, b's announcement %v after it (Skew_Time %v)",
+		zero.Sub(stop), garp.Sub(zero), skew)
 }
 
 // TestKeepalivedInterop runs directord beside Debian's keepalived, VRRPv2
