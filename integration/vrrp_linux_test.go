@@ -47,40 +47,56 @@ func startDirectord(t *testing.T, ns *nstest.NS, text string) *nstest.Process {
 }
 
 // TestDirectordBesideKeepalived runs the directord binary as master (150)
-// beside keepalived (100), VRRPv3 at 100 ms, and ends it two ways: SIGTERM
-// hands the VIP over within Skew_Time and leaves none behind; SIGKILL is
-// no longer waits for Master_Down_Interval: the guardian speaks for the
-// dead daemon (TestGuardianHandsOverOnKill).
+// beside keepalived (100), VRRPv3, and ends it two ways. SIGTERM sends a
+// priority 0 advert and hands the VIP over at keepalived's Skew_Time,
+// leaving none behind; SIGKILL no longer waits for Master_Down_Interval
+// either: the guardian speaks for the dead daemon
+// (TestGuardianHandsOverOnKill).
+//
+// By cause and order, with the kernel's receive times, at advert_int 1:
+// keepalived announces the VIP at least Skew_Time after the priority 0
+// advert (a lower bound a busy host cannot break), and before
+// Master_Down_Interval after directord's last live advert (3 s later: only
+// a keepalived that did not take the priority 0 advert reaches it).
 func TestDirectordBesideKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
+	const adv = time.Second
+	skew := 156 * adv / 256 // keepalived's, priority 100
+	mdi := 3*adv + skew
+	const timer = 2 * time.Millisecond // a timer's granularity, either daemon
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			a := nstest.New(t, fmt.Sprintf("dd-int-a%d", i))
 			b := nstest.New(t, fmt.Sprintf("dd-int-b%d", i))
 			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-			d := startDirectord(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", ""))
-			nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+			arps := nstest.WatchARP(t, a, "dda")
+			adverts := nstest.WatchVRRP(t, b, "ddb")
+			zeros := nstest.WatchVRRPZero(t, b, "ddb")
+			d := startDirectord(t, a, nstest.Instance("dda", 150, 3, "1", "192.0.2.100/24", ""))
+			nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "1", "192.0.2.100/24", ""))
 			converged := func() bool { return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100") }
-			nstest.WaitFor(t, 5*time.Second, "directord holds the VIP", converged)
-			nstest.HoldFor(t, 500*time.Millisecond, "directord master, keepalived backup", converged)
+			nstest.WaitFor(t, 10*time.Second, "directord holds the VIP", converged)
+			nstest.HoldFor(t, 1500*time.Millisecond, "directord master, keepalived backup", converged)
 			start := time.Now()
 			d.Signal(sig)
-			took := nstest.WaitFor(t, 3*time.Second, "keepalived takes the VIP", func() bool {
-				return b.HasAddr(t, "ddb", "192.0.2.100")
-			})
+			nstest.WaitFor(t, 2*mdi, "keepalived announces the VIP", func() bool { return arps.Count("192.0.2.100", start) > 0 })
 			if !d.Wait(5 * time.Second) {
 				t.Fatal("directord did not exit")
 			}
-			// keepalived's priority 100 at 100 ms: Skew_Time 60.9 ms,
-			// Master_Down_Interval 360.9 ms; the host gets 60 ms more.
-			bound := 156 * 100 * time.Millisecond / 256
-			if sig == syscall.SIGKILL {
-				bound += 300 * time.Millisecond
+			garp := arps.First("192.0.2.100", start)
+			zero := zeros.First("192.0.2.1", start)
+			if zero.IsZero() {
+				t.Fatalf("no priority 0 advert after %v", sig)
 			}
-			if took > bound+60*time.Millisecond {
-				t.Errorf("keepalived took the VIP %v after %v, bound %v", took, sig, bound)
+			last := adverts.Last("192.0.2.1", zero)
+			if d := garp.Sub(zero); d < skew-timer {
+				t.Errorf("keepalived took the VIP %v after the priority 0 advert, want Skew_Time %v at least", d, skew)
 			}
-			t.Logf("%v: keepalived master %v later (bound %v); since the signal %v", sig, took, bound, time.Since(start))
+			if d := garp.Sub(last); d >= mdi-timer {
+				t.Errorf("keepalived took the VIP %v after directord's last advert: Master_Down_Interval (%v), not the priority 0 advert", d, mdi)
+			}
+			t.Logf("%v: priority 0 advert %v after the signal, keepalived's announcement %v after it (Skew_Time %v)",
+				sig, zero.Sub(start), garp.Sub(zero), skew)
 			if sig == syscall.SIGTERM && a.HasAddr(t, "dda", "192.0.2.100") {
 				t.Error("directord left its VIP behind after SIGTERM")
 			}
