@@ -368,6 +368,7 @@ func TestPartitionHealsToOneMaster(t *testing.T) {
 	b := nstest.New(t, "dd-part-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	arps := nstest.WatchARP(t, b, "ddb")
+	fromB := nstest.WatchVRRP(t, a, "dda")
 	extra := "dont_track_primary\n    garp_master_delay 1\n    garp_master_repeat 3\n    garp_lower_prio_repeat 2\n    higher_prio_send_advert"
 	start := time.Now()
 	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", extra))
@@ -390,14 +391,18 @@ func TestPartitionHealsToOneMaster(t *testing.T) {
 	if err := b.NL.LinkSetUp(l); err != nil {
 		t.Fatal(err)
 	}
-	took := nstest.WaitFor(t, 2*time.Second, "one master after healing", func() bool {
+	// The link takes a moment to come up; then one advert of a's ends it.
+	// Not bounded in time: the failure is two masters for good, which the
+	// wait and the hold catch, and a busy host only delays the end.
+	took := nstest.WaitFor(t, 10*time.Second, "one master after healing", func() bool {
 		return na.state(t) == Master && nb.state(t) == Backup
 	})
-	// The link takes a moment to come up; then one advert of a's ends it.
-	if took > 100*time.Millisecond+150*time.Millisecond {
-		t.Errorf("one master %v after healing, want one advert interval plus a margin", took)
-	}
+	one := time.Now()
 	nstest.HoldFor(t, 500*time.Millisecond, "one master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
+	// A backup is silent: b's adverts, heard by a, stopped when it yielded.
+	if n := fromB.Count("192.0.2.2", one); n != 0 {
+		t.Errorf("b sent %d adverts after it yielded", n)
+	}
 	nstest.WaitFor(t, 2*time.Second, "fresh gratuitous ARPs after healing", func() bool {
 		return arps.Count("192.0.2.100", heal) >= 1
 	})
