@@ -375,7 +375,7 @@ func TestPartitionHealsToOneMaster(t *testing.T) {
 	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", extra))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
 	// 3 at once, 3 more a second later.
-	nstest.WaitFor(t, 3*time.Second, "two bursts of gratuitous ARPs", func() bool { return arps.Count("192.0.2.100", start) >= 6 })
+	nstest.WaitFor(t, 10*time.Second, "two bursts of gratuitous ARPs", func() bool { return arps.Count("192.0.2.100", start) >= 6 })
 
 	l, err := b.NL.LinkByName("ddb")
 	if err != nil {
@@ -598,7 +598,7 @@ func TestUnsolicitedNA(t *testing.T) {
 	start := time.Now()
 	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "2001:db8::100/64", "garp_master_delay 1\n    garp_master_repeat 2"))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
-	nstest.WaitFor(t, 3*time.Second, "two bursts of unsolicited NAs", func() bool { return nas.Count("2001:db8::100", start) >= 4 })
+	nstest.WaitFor(t, 10*time.Second, "two bursts of unsolicited NAs", func() bool { return nas.Count("2001:db8::100", start) >= 4 })
 }
 
 // TestNopreemptAndPreemptDelay: a higher priority peer that starts while
