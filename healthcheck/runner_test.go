@@ -190,7 +190,9 @@ func TestLocalFaultsKeepThePool(t *testing.T) {
 // probe that outlasts its connect_timeout on a starved host (the server
 // got no CPU in time) is a timeout, and its code path must not
 // leak either; it costs the reused connection, which the next probe dials
-// again. So the run goes on until 10,000 probes were answered, timeouts
+// again (within the same probe, when the kept connection was the one to
+// hang: an answer that took the whole connect_timeout). So the run goes
+// on until 10,000 probes were answered, timeouts
 // besides; any other failure is an error; and with reuse_connection the
 // connections are at most one per checker plus one per timeout.
 func TestNoLeaks(t *testing.T) {
@@ -199,8 +201,10 @@ func TestNoLeaks(t *testing.T) {
 			s := newServer(t, false)
 			cfg := &config.Config{VirtualServers: []*config.VirtualServer{{}}}
 			vs := cfg.VirtualServers[0]
+			var timeout time.Duration
 			for range 10 {
 				c, rs := httpChecker("HTTP_GET", s, url("/ok"))
+				timeout = c.ConnectTimeout
 				c.DelayLoop, c.DelayBeforeRetry = time.Millisecond, time.Millisecond
 				c.HTTP.ReuseConnection = reuse
 				rs.Checkers = []*config.Checker{c}
@@ -218,6 +222,12 @@ func TestNoLeaks(t *testing.T) {
 					switch {
 					case ctx.Err() != nil:
 					case res.Outcome == Up:
+						// Answered after its whole connect_timeout: the
+						// kept connection hung, and the probe asked again
+						// on a new one (HTTP.fetch).
+						if res.Latency >= timeout {
+							timeouts.Add(1)
+						}
 						if count.Add(1) == 10000 {
 							cancel()
 						}
