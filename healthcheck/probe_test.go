@@ -357,7 +357,15 @@ func TestMiscProbe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &Misc{Script: sh(tt.code), Timeout: 200 * time.Millisecond, Dynamic: tt.dynamic}
+			// A script that ends at once gets a timeout only a hang
+			// reaches: starting /bin/sh on a busy host under -race took
+			// more than 200 ms ("timed out after 200ms" for "exit 1").
+			// The timeout's own case keeps 200 ms against a 5 s sleep.
+			timeout := 10 * time.Second
+			if tt.name == "timeout" {
+				timeout = 200 * time.Millisecond
+			}
+			p := &Misc{Script: sh(tt.code), Timeout: timeout, Dynamic: tt.dynamic}
 			r := probe(t, p)
 			if r.Outcome != tt.outcome || r.Weight != tt.weight || r.Reason != tt.reason {
 				t.Errorf("%s weight %d %q, want %s %d %q", r.Outcome, r.Weight, r.Reason, tt.outcome, tt.weight, tt.reason)

@@ -185,14 +185,26 @@ func TestLocalFaultsKeepThePool(t *testing.T) {
 // goroutines and descriptors are as many after as before; with
 // reuse_connection too, whose kept connections are closed when the checks
 // stop.
+//
+// What a busy machine can change is counted by its cause, not refused: a
+// probe that outlasts its connect_timeout on a starved host (the server
+// got no CPU in time) is a timeout, and its code path must not
+// leak either; it costs the reused connection, which the next probe dials
+// again (within the same probe, when the kept connection was the one to
+// hang: an answer that took the whole connect_timeout). So the run goes
+// on until 10,000 probes were answered, timeouts
+// besides; any other failure is an error; and with reuse_connection the
+// connections are at most one per checker plus one per timeout.
 func TestNoLeaks(t *testing.T) {
 	for _, reuse := range []time.Duration{0, time.Hour} {
 		t.Run(fmt.Sprint("reuse_connection ", reuse), func(t *testing.T) {
 			s := newServer(t, false)
 			cfg := &config.Config{VirtualServers: []*config.VirtualServer{{}}}
 			vs := cfg.VirtualServers[0]
+			var timeout time.Duration
 			for range 10 {
 				c, rs := httpChecker("HTTP_GET", s, url("/ok"))
+				timeout = c.ConnectTimeout
 				c.DelayLoop, c.DelayBeforeRetry = time.Millisecond, time.Millisecond
 				c.HTTP.ReuseConnection = reuse
 				rs.Checkers = []*config.Checker{c}
@@ -202,30 +214,46 @@ func TestNoLeaks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var count atomic.Int64
+			var count, timeouts atomic.Int64
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			for _, c := range r.Checks() {
 				c.Prober = &counted{Prober: c.Prober, after: func(res Result) {
-					if res.Outcome != Up && ctx.Err() == nil {
+					switch {
+					case ctx.Err() != nil:
+					case res.Outcome == Up:
+						// Answered after its whole connect_timeout: the
+						// kept connection hung, and the probe asked again
+						// on a new one (HTTP.fetch).
+						if res.Latency >= timeout {
+							timeouts.Add(1)
+						}
+						if count.Add(1) == 10000 {
+							cancel()
+						}
+					case strings.Contains(res.Reason, "timed out"):
+						timeouts.Add(1)
+					default:
 						t.Errorf("probe: %v", res)
-					}
-					if count.Add(1) == 10000 {
-						cancel()
 					}
 				}}
 			}
 			fds0, g0 := fds(t), runtime.NumGoroutine()
 			r.Run(ctx)
-			deadline := time.Now().Add(5 * time.Second)
+			// Only a leak never settles: a starved host may take its
+			// time to end the checks' goroutines and close their sockets.
+			deadline := time.Now().Add(30 * time.Second)
 			for time.Now().Before(deadline) && (fds(t) > fds0 || runtime.NumGoroutine() > g0) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			if f, g := fds(t), runtime.NumGoroutine(); f > fds0 || g > g0 {
 				t.Errorf("after %d checks: %d descriptors (was %d), %d goroutines (was %d)", count.Load(), f, fds0, g, g0)
 			}
-			if n := s.conns.Load(); reuse > 0 && n > 10 {
-				t.Errorf("%d connections for 10 checks reusing theirs", n)
+			if n, lost := s.conns.Load(), timeouts.Load(); reuse > 0 && n > 10+lost {
+				t.Errorf("%d connections for 10 checks reusing theirs, with %d timeouts", n, lost)
+			}
+			if n := timeouts.Load(); n > 0 {
+				t.Logf("%d probes timed out (a busy host) beside the 10,000 answered", n)
 			}
 		})
 	}

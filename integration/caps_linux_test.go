@@ -170,8 +170,8 @@ vrrp_script hang {
 	holds := func(ns *nstest.NS, ifn string) func() bool {
 		return func() bool { return ns.HasAddr(t, ifn, "192.0.2.100") && ns.HasAddr(t, ifn, "2001:db8::100") }
 	}
-	nstest.WaitFor(t, 5*time.Second, "directord holds the VIPs", holds(a, "dda"))
-	nstest.WaitFor(t, 2*time.Second, "keepalived backup", func() bool { return !b.HasAddr(t, "ddb", "192.0.2.100") })
+	nstest.WaitFor(t, 15*time.Second, "directord holds the VIPs", holds(a, "dda"))
+	nstest.WaitFor(t, 10*time.Second, "keepalived backup", func() bool { return !b.HasAddr(t, "ddb", "192.0.2.100") })
 
 	// The daemon (ip netns exec and setpriv exec'd into it) has exactly
 	// the unit's capabilities.
@@ -191,7 +191,7 @@ vrrp_script hang {
 	}
 
 	// A metrics port below 1024 (CAP_NET_BIND_SERVICE).
-	nstest.WaitFor(t, 2*time.Second, "metrics on port 99", func() bool {
+	nstest.WaitFor(t, 10*time.Second, "metrics on port 99", func() bool {
 		var got string
 		a.Do(t, func() {
 			c, err := net.DialTimeout("tcp", "127.0.0.1:99", time.Second)
@@ -206,7 +206,7 @@ vrrp_script hang {
 		})
 		return strings.HasPrefix(got, "HTTP/1.0 200") || strings.HasPrefix(got, "HTTP/1.1 200")
 	})
-	nstest.WaitFor(t, 2*time.Second, "announcements of both VIPs", func() bool {
+	nstest.WaitFor(t, 10*time.Second, "announcements of both VIPs", func() bool {
 		return arps.Count("192.0.2.100", start) > 0 && nas.Count("2001:db8::100", start) > 0
 	})
 	nstest.WaitFor(t, 3*time.Second, "notify MASTER run as nobody", func() bool {

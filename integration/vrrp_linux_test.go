@@ -47,40 +47,56 @@ func startDirectord(t *testing.T, ns *nstest.NS, text string) *nstest.Process {
 }
 
 // TestDirectordBesideKeepalived runs the directord binary as master (150)
-// beside keepalived (100), VRRPv3 at 100 ms, and ends it two ways: SIGTERM
-// hands the VIP over within Skew_Time and leaves none behind; SIGKILL is
-// no longer waits for Master_Down_Interval: the guardian speaks for the
-// dead daemon (TestGuardianHandsOverOnKill).
+// beside keepalived (100), VRRPv3, and ends it two ways. SIGTERM sends a
+// priority 0 advert and hands the VIP over at keepalived's Skew_Time,
+// leaving none behind; SIGKILL no longer waits for Master_Down_Interval
+// either: the guardian speaks for the dead daemon
+// (TestGuardianHandsOverOnKill).
+//
+// By cause and order, with the kernel's receive times, at advert_int 1:
+// keepalived announces the VIP at least Skew_Time after the priority 0
+// advert (a lower bound a busy host cannot break), and before
+// Master_Down_Interval after directord's last live advert (3 s later: only
+// a keepalived that did not take the priority 0 advert reaches it).
 func TestDirectordBesideKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
+	const adv = time.Second
+	skew := 156 * adv / 256 // keepalived's, priority 100
+	mdi := 3*adv + skew
+	const timer = 2 * time.Millisecond // a timer's granularity, either daemon
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			a := nstest.New(t, fmt.Sprintf("dd-int-a%d", i))
 			b := nstest.New(t, fmt.Sprintf("dd-int-b%d", i))
 			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-			d := startDirectord(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", ""))
-			nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+			arps := nstest.WatchARP(t, a, "dda")
+			adverts := nstest.WatchVRRP(t, b, "ddb")
+			zeros := nstest.WatchVRRPZero(t, b, "ddb")
+			d := startDirectord(t, a, nstest.Instance("dda", 150, 3, "1", "192.0.2.100/24", ""))
+			nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "1", "192.0.2.100/24", ""))
 			converged := func() bool { return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100") }
-			nstest.WaitFor(t, 5*time.Second, "directord holds the VIP", converged)
-			nstest.HoldFor(t, 500*time.Millisecond, "directord master, keepalived backup", converged)
+			nstest.WaitFor(t, 10*time.Second, "directord holds the VIP", converged)
+			nstest.HoldFor(t, 1500*time.Millisecond, "directord master, keepalived backup", converged)
 			start := time.Now()
 			d.Signal(sig)
-			took := nstest.WaitFor(t, 3*time.Second, "keepalived takes the VIP", func() bool {
-				return b.HasAddr(t, "ddb", "192.0.2.100")
-			})
+			nstest.WaitFor(t, 2*mdi, "keepalived announces the VIP", func() bool { return arps.Count("192.0.2.100", start) > 0 })
 			if !d.Wait(5 * time.Second) {
 				t.Fatal("directord did not exit")
 			}
-			// keepalived's priority 100 at 100 ms: Skew_Time 60.9 ms,
-			// Master_Down_Interval 360.9 ms; the host gets 60 ms more.
-			bound := 156 * 100 * time.Millisecond / 256
-			if sig == syscall.SIGKILL {
-				bound += 300 * time.Millisecond
+			garp := arps.First("192.0.2.100", start)
+			zero := zeros.First("192.0.2.1", start)
+			if zero.IsZero() {
+				t.Fatalf("no priority 0 advert after %v", sig)
 			}
-			if took > bound+60*time.Millisecond {
-				t.Errorf("keepalived took the VIP %v after %v, bound %v", took, sig, bound)
+			last := adverts.Last("192.0.2.1", zero)
+			if d := garp.Sub(zero); d < skew-timer {
+				t.Errorf("keepalived took the VIP %v after the priority 0 advert, want Skew_Time %v at least", d, skew)
 			}
-			t.Logf("%v: keepalived master %v later (bound %v); since the signal %v", sig, took, bound, time.Since(start))
+			if d := garp.Sub(last); d >= mdi-timer {
+				t.Errorf("keepalived took the VIP %v after directord's last advert: Master_Down_Interval (%v), not the priority 0 advert", d, mdi)
+			}
+			t.Logf("%v: priority 0 advert %v after the signal, keepalived's announcement %v after it (Skew_Time %v)",
+				sig, zero.Sub(start), garp.Sub(zero), skew)
 			if sig == syscall.SIGTERM && a.HasAddr(t, "dda", "192.0.2.100") {
 				t.Error("directord left its VIP behind after SIGTERM")
 			}
@@ -286,45 +302,73 @@ func TestGuardianLeavesOnCleanStop(t *testing.T) {
 // (directord, and keepalived) takes over after Skew_Time and this director
 // stays backup though its priority is higher, across a reload that
 // restarts VRRP, and status says so; resume makes it preempt again.
+//
+// The hand-over's timing by cause and order, with the kernel's receive
+// times at advert_int 1: the peer's first advert as master comes at least
+// Skew_Time after a's priority 0 advert, and before Master_Down_Interval
+// after a's last live advert (3 s later: only a peer that ignored the
+// priority 0 advert reaches it); directorctl's reported time is no less
+// than Skew_Time (it waited for the peer).
 func TestHandover(t *testing.T) {
 	nstest.RequireRoot(t)
+	const adv = time.Second
+	skew := 156 * adv / 256 // the peer's, priority 100
+	mdi := 3*adv + skew
+	const timer = 2 * time.Millisecond
 	for i, peer := range []string{"directord", "keepalived"} {
 		t.Run("peer="+peer, func(t *testing.T) {
 			a := nstest.New(t, fmt.Sprintf("dd-ho-a%d", i))
 			b := nstest.New(t, fmt.Sprintf("dd-ho-b%d", i))
 			nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+			fromA := nstest.WatchVRRP(t, b, "ddb")
+			zeros := nstest.WatchVRRPZero(t, b, "ddb")
+			fromB := nstest.WatchVRRP(t, a, "dda")
 			dir := t.TempDir()
 			file, sock := filepath.Join(dir, "keepalived.conf"), filepath.Join(dir, "d.sock")
-			conf := nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "")
+			conf := nstest.Instance("dda", 150, 3, "1", "192.0.2.100/24", "")
 			if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			d := nstest.Start(t, a, binary, "-n", "-l", "-f", file, "--control-socket", sock)
 			if peer == "directord" {
-				startDirectord(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+				startDirectord(t, b, nstest.Instance("ddb", 100, 3, "1", "192.0.2.100/24", ""))
 			} else {
-				nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
+				nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 3, "1", "192.0.2.100/24", ""))
 			}
 			aMaster := func() bool { return a.HasAddr(t, "dda", "192.0.2.100") && !b.HasAddr(t, "ddb", "192.0.2.100") }
 			bMaster := func() bool { return b.HasAddr(t, "ddb", "192.0.2.100") && !a.HasAddr(t, "dda", "192.0.2.100") }
-			nstest.WaitFor(t, 5*time.Second, "a master", aMaster)
-			nstest.HoldFor(t, 300*time.Millisecond, "a master", aMaster)
+			nstest.WaitFor(t, 10*time.Second, "a master", aMaster)
+			nstest.HoldFor(t, 1500*time.Millisecond, "a master", aMaster)
 
 			c := control.Dial(sock)
+			asked := time.Now()
 			res, err := c.Handover(context.Background(), "")
 			if err != nil || len(res.Instances) != 1 || !res.Instances[0].OK || res.Instances[0].Master != "192.0.2.2" {
 				t.Fatalf("handover: %+v, %v", res, err)
 			}
-			// The peer's Skew_Time is 60.9 ms; its first advert as master
-			// ends the wait.
-			if took := res.Instances[0].Took; took > 500*time.Millisecond {
-				t.Errorf("the hand-over took %v, want about Skew_Time (60.9 ms)", took)
+			// The peer's first advert as master ends directorctl's wait.
+			if took := res.Instances[0].Took; took < skew-timer {
+				t.Errorf("the hand-over took %v, less than the peer's Skew_Time %v", took, skew)
 			}
-			nstest.WaitFor(t, time.Second, "b master", bMaster)
+			zero := zeros.First("192.0.2.1", asked)
+			if zero.IsZero() {
+				t.Fatal("no priority 0 advert from the hand-over")
+			}
+			first := fromB.First("192.0.2.2", zero)
+			if first.IsZero() {
+				t.Fatal("handover returned before the peer's first advert as master")
+			}
+			if d := first.Sub(zero); d < skew-timer {
+				t.Errorf("the peer advertised %v after the priority 0 advert, want Skew_Time %v at least", d, skew)
+			}
+			if d := first.Sub(fromA.Last("192.0.2.1", zero)); d >= mdi-timer {
+				t.Errorf("the peer advertised %v after a's last advert: Master_Down_Interval (%v), not the priority 0 advert", d, mdi)
+			}
+			nstest.WaitFor(t, 2*time.Second, "b master", bMaster)
 			nstest.HoldFor(t, time.Second, "b master while a yields", bMaster)
 
 			// A reload that restarts VRRP keeps the hand-over.
-			changed := strings.Replace(conf, "advert_int 0.1", "advert_int 0.1\n    garp_master_delay 1", 1)
+			changed := strings.Replace(conf, "advert_int 1", "advert_int 1\n    garp_master_delay 1", 1)
 			if changed == conf {
 				t.Fatal("the test's change did not apply")
 			}
@@ -348,8 +392,10 @@ func TestHandover(t *testing.T) {
 			if err := c.Resume(context.Background(), ""); err != nil {
 				t.Fatal(err)
 			}
-			nstest.WaitFor(t, 3*time.Second, "a master again (preempt)", aMaster)
-			t.Logf("hand-over to %s in %v", peer, res.Instances[0].Took)
+			// a preempts when the peer's adverts, of a lower priority, stop
+			// resetting its timer: Master_Down_Interval.
+			nstest.WaitFor(t, 2*mdi, "a master again (preempt)", aMaster)
+			t.Logf("hand-over to %s in %v (Skew_Time %v)", peer, res.Instances[0].Took, skew)
 		})
 	}
 }

@@ -50,8 +50,12 @@ type Lab struct {
 	Switch    *nstest.Switch
 	Directors []*Director // lb1, lb2
 	Reals     []*RealServer
-	dir       string      // the configuration files, sockets, certificate
-	tls       *tls.Config // the client's
+	// Starve measures what the machine withholds from the lab's
+	// processes while it runs (nstest.Starvation): a failure it explains
+	// is the machine's, not directord's.
+	Starve *nstest.Starvation
+	dir    string      // the configuration files, sockets, certificate
+	tls    *tls.Config // the client's
 }
 
 // New builds the lab's network and starts its real servers; Up starts the
@@ -66,7 +70,7 @@ func New(t nstest.TB, o Options) *Lab {
 		}
 	}
 	dir := t.TempDir()
-	l := &Lab{t: t, opts: o, dir: dir, tls: newTLS(t, dir)}
+	l := &Lab{t: t, opts: o, dir: dir, tls: newTLS(t, dir), Starve: nstest.WatchStarvation(t, 0)}
 
 	l.Client = l.host("client")
 	l.Router = l.host("router")
@@ -222,7 +226,7 @@ func waitEvery(t nstest.TB, limit, every time.Duration, what string, cond func()
 		// interrupted).
 		t.Helper()
 		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
+			t.Fatalf("%s: not within %v%s", what, limit, nstest.StarvedDuring(t, start))
 		}
 		time.Sleep(every)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,6 +62,19 @@ func newLab(t *testing.T) *Lab {
 		Directorctl: bin("directorctl"),
 		Prefix:      fmt.Sprintf("l%d-%d-", os.Getpid()%10000, seq.Add(1)),
 	})
+}
+
+// machine says what the machine withheld from the lab between from and
+// to (zero: now), for a failure's message: STARVED when an ordinary
+// process could not run for longer than allow at a stretch, the bound's
+// margin for the guest. The bound stays: a starved run fails all the same,
+// and says that the machine, not directord, is the likely cause.
+func machine(l *Lab, from, to time.Time, allow time.Duration) string {
+	w := l.Starve.Between(from, to)
+	if w.Starved(allow) {
+		return fmt.Sprintf(" [STARVED: the machine withheld the CPU longer than the %v the bound allows the guest: %v]", allow, w)
+	}
+	return fmt.Sprintf(" [not starved beyond %v: %v]", allow, w)
 }
 
 // answered waits until n requests started at or after since have been
@@ -191,7 +205,7 @@ func TestRealServerKilled(t *testing.T) {
 			})
 			took := time.Since(killed)
 			if took > bound {
-				t.Errorf("rs2 out of the pool %v after its death, beyond %v + %v", took, DetectionBound, margin)
+				t.Errorf("rs2 out of the pool %v after its death, beyond %v + %v%s", took, DetectionBound, margin, machine(l, killed, time.Time{}, margin))
 			}
 			after := killed.Add(bound)
 			answered(t, tr, after, 2*rate)
@@ -199,10 +213,10 @@ func TestRealServerKilled(t *testing.T) {
 
 			before := Count(res, StartedIn(killed, after))
 			late := Count(res, StartedIn(after, time.Time{}))
-			t.Logf("rs2 out of the pool %v after its death (bound %v + %v); until the bound: %v; after: %v",
-				took.Round(time.Millisecond), DetectionBound, margin, before, late)
+			t.Logf("rs2 out of the pool %v after its death (bound %v + %v); until the bound: %v; after: %v;%s",
+				took.Round(time.Millisecond), DetectionBound, margin, before, late, machine(l, killed, time.Time{}, margin))
 			if late.Failed != 0 || late.ByServer[rs2.Name] != 0 {
-				t.Errorf("after the bound: %v; the first failure: %v", late, late.FirstError)
+				t.Errorf("after the bound: %v; the first failure: %v%s", late, late.FirstError, machine(l, killed, time.Time{}, margin))
 			}
 		})
 	}
@@ -237,6 +251,7 @@ func TestMasterKilled(t *testing.T) {
 			lb1, lb2 := l.Directors[0], l.Directors[1]
 
 			const n = 100
+			dialed := time.Now()
 			conns := dialMany(t, l, n)
 			ports := map[uint16]bool{}
 			for _, c := range conns {
@@ -256,7 +271,7 @@ func TestMasterKilled(t *testing.T) {
 			owned := time.Now()
 			took := owned.Sub(killed)
 			if took > c.bound+margin {
-				t.Errorf("lb2 took the VIP %v after lb1's death, beyond %s (%v) + %v", took, c.what, c.bound, margin)
+				t.Errorf("lb2 took the VIP %v after lb1's death, beyond %s (%v) + %v%s", took, c.what, c.bound, margin, machine(l, killed, owned, margin))
 			}
 			if c.noVIP {
 				WaitFor(t, margin, "lb1 without its VIP", func() bool { return !lb1.HasVIP() })
@@ -272,13 +287,13 @@ func TestMasterKilled(t *testing.T) {
 			t.Logf("lb2 took the VIP %v after lb1's death (%s %v + %v); requests begun meanwhile: %v, slowest %v; after: %v",
 				took.Round(time.Millisecond), c.what, c.bound, margin, outage, outage.Slowest.Round(time.Millisecond), late)
 			if late.Failed != 0 {
-				t.Errorf("%d requests begun after the takeover failed; the first: %v", late.Failed, late.FirstError)
+				t.Errorf("%d requests begun after the takeover failed; the first: %v%s", late.Failed, late.FirstError, machine(l, killed, time.Time{}, margin))
 			}
 
 			survived := getAll(conns)
-			t.Logf("%d of %d established connections survived", survived, n)
+			t.Logf("%d of %d established connections survived;%s", survived, n, machine(l, dialed, time.Time{}, margin))
 			if survived*100 < 99*n {
-				t.Errorf("%d of %d established connections survived, want at least 99%%", survived, n)
+				t.Errorf("%d of %d established connections survived, want at least 99%%%s", survived, n, machine(l, dialed, time.Time{}, margin))
 			}
 		})
 	}
@@ -379,7 +394,7 @@ func TestPartitionHeals(t *testing.T) {
 	WaitFor(t, AdvertInt+margin, "one master after healing", oneMaster)
 	took := time.Since(healed)
 	if took > AdvertInt+margin {
-		t.Errorf("one master %v after healing, beyond advert_int (%v) + %v", took, AdvertInt, margin)
+		t.Errorf("one master %v after healing, beyond advert_int (%v) + %v%s", took, AdvertInt, margin, machine(l, healed, time.Time{}, margin))
 	}
 	// lb2's gratuitous ARPs drew the router to it in the partition; lb1's
 	// must draw it back, or the client would wait for the router's ARP
@@ -554,5 +569,31 @@ func TestHandoverCarriesYoungConnections(t *testing.T) {
 	t.Logf("lb2 knew %d of %d connections at the hand-over, all %v later", before, n, took)
 	if got := getAll(conns); got != n {
 		t.Errorf("%d of %d connections answered after the hand-over by their real server", got, n)
+	}
+}
+
+// TestRealServersOutrankTheGuest: every thread of every real server runs
+// at realServerNice, directord's priority, so that a busy process on the
+// lab's machine cannot slow their TLS past the checks' connect_timeout
+// (a real server is a host of its own).
+func TestRealServersOutrankTheGuest(t *testing.T) {
+	l := newLab(t)
+	for _, r := range l.Reals {
+		pid := r.proc.Cmd.Process.Pid
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				continue // the thread ended
+			}
+			s := string(b)
+			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+			if nice := f[16]; nice != fmt.Sprint(realServerNice) {
+				t.Errorf("%s (pid %d) thread %s runs at nice %s, want %d", r.Name, pid, task.Name(), nice, realServerNice)
+			}
+		}
 	}
 }

@@ -18,9 +18,10 @@ import (
 	"github.com/directord/directord/internal/nstest"
 )
 
-// RealServer is one real server: a process of its own in its namespace
-// (as a real server is a host of its own: the client's load cannot starve
-// it), serving HTTPS on port 443 of every address there: its own, where
+// RealServer is one real server: a process of its own in its namespace,
+// at directord's own priority (realServerNice), as a real server is a
+// host of its own: neither the client's load nor anything else busy on
+// the lab's machine at an ordinary priority can starve it. It serves HTTPS on port 443 of every address there: its own, where
 // the SSL_GET checks come, and the VIP on lo, where the client's requests
 // come by direct routing. It answers / with its name and /healthz with
 // "ok".
@@ -53,8 +54,20 @@ func (r *RealServer) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.proc = nstest.Start(t, r.NS, "env", envRealServer+"="+r.Name, envLabDir+"="+r.l.dir, exe)
+	r.proc = nstest.Start(t, r.NS, "nice", "-n", fmt.Sprint(realServerNice),
+		"env", envRealServer+"="+r.Name, envLabDir+"="+r.l.dir, exe)
 }
+
+// realServerNice is the real servers' nice value: directord's own
+// (vrrp_priority's default, -15). In the lab they share one CPU with the
+// directors, the client and whatever else the guest runs; at nice 0 a
+// busy process there halves their CPU, their TLS handshakes outlast the
+// checks' connect_timeout and the directors take them out of the pool,
+// rightly by the checks' rules, for a slowness no real server on a host
+// of its own would have. Each such removal resets the connections begun
+// to it (expire_nodest_conn): what a starved lab counted as lost
+// connections and failed requests.
+const realServerNice = -15
 
 // waitListening waits until the process listens. Starting a program in
 // the guest takes a second or two when it is busy, more now and then.
