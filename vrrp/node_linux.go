@@ -55,10 +55,10 @@ type Node struct {
 	// Node has done clearRPFilter.
 	vmacs     []*vmacLink
 	rpCleared bool
-	observe     atomic.Pointer[func(Event)]
-	fifo        func(line string)   // NotifyFIFO's
-	fifoPrio    map[*instance]uint8 // the priorities last seen, under retracking
-	fw          Firewall            // SetFirewall's; nil: no rules
+	observe   atomic.Pointer[func(Event)]
+	fifo      func(line string)   // NotifyFIFO's
+	fifoPrio  map[*instance]uint8 // the priorities last seen, under retracking
+	fw        Firewall            // SetFirewall's; nil: no rules
 }
 
 // Firewall drops the traffic to and from a master's virtual addresses

@@ -201,15 +201,8 @@ func scriptTest(cfg *config.Config, stderr io.Writer) int {
 	return code
 }
 
-// summary is what -t prints on success: the resolved configuration in a few
-// lines an operator can check at a glance.
-func summary(cfg *config.Config, diags config.Diagnostics) string {
-	var b strings.Builder
-	writeSummary(&b, cfg, diags)
-	return b.String()
-}
-
-// writeSummary writes summary's lines to w as they are made: a large
+// writeSummary writes what -t prints on success, the resolved configuration
+// in a few lines an operator can check at a glance, to w as they are made: a large
 // file's summary (a line per use of a keyword directord runs differently,
 // 40,000 for 20,000 real servers) is never held whole.
 func writeSummary(w io.Writer, cfg *config.Config, diags config.Diagnostics) {

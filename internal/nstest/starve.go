@@ -66,8 +66,8 @@ func WatchStarvation(t TB, period time.Duration) *Starvation {
 			select {
 			case <-s.stop:
 				return
-			case now := <-tm.C:
-				now = time.Now()
+			case <-tm.C:
+				now := time.Now() // the channel's time is the timer's, not the wake-up's
 				s.mu.Lock()
 				s.n++
 				if d := now.Sub(due); d > starveSlack {
