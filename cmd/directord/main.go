@@ -312,9 +312,32 @@ func writeSummary(w io.Writer, cfg *config.Config, diags config.Diagnostics) {
 		}
 	}
 	// Every keyword the file uses that directord runs differently
-	// (config.Differences, as docs/keywords.md lists them).
+	// (config.Differences, as docs/keywords.md lists them): once each, at
+	// its first use, with how many uses there are (a large file has one
+	// real_server and url per real server: 40,000 lines said nothing more).
+	type use struct {
+		first config.Difference
+		n     int
+	}
+	var order []string
+	uses := map[string]*use{}
 	for _, d := range cfg.Differs {
-		out("  %s: %s (in %s): %s\n", d.Pos, d.Keyword, d.Block, d.How)
+		k := d.Block + "\x00" + d.Keyword
+		if u, ok := uses[k]; ok {
+			u.n++
+			continue
+		}
+		uses[k] = &use{first: d, n: 1}
+		order = append(order, k)
+	}
+	for _, k := range order {
+		u := uses[k]
+		d := u.first
+		more := ""
+		if u.n > 1 {
+			more = fmt.Sprintf(" (used %d times, first here)", u.n)
+		}
+		out("  %s: %s (in %s)%s: %s\n", d.Pos, d.Keyword, d.Block, more, d.How)
 	}
 	// What the file asks for that directord does not do at all: one line
 	// per function lost, its keywords and where (config.Losses).
