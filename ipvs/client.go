@@ -202,6 +202,12 @@ func (c *Client) execute(m genetlink.Message, flags netlink.HeaderFlags) ([]gene
 		c.broken = true
 		return nil, err
 	}
+	// The kernel does a generic netlink request's work inside sendmsg, so
+	// Send returns once the answer is queued, however long the work took
+	// (stopping a sync daemon waits for its thread). No deadline can
+	// interrupt that work; the timeout bounds the wait for the answer,
+	// and starts again here, or a slow success would read as a timeout.
+	_ = c.c.SetReadDeadline(time.Now().Add(c.timeout))
 	seq := req.Header.Sequence
 	var out []genetlink.Message
 	for {
@@ -458,8 +464,82 @@ func (c *Client) StartSyncDaemon(d SyncDaemon) error {
 }
 
 // StopSyncDaemon stops the sync daemon of the given role.
+//
+// The kernel does not answer the stop of a daemon whose thread has not
+// yet run, as after a start a moment before: kthread_stop returns -EINTR,
+// stop_sync_thread passes it on, and netlink_rcv_skb sends no
+// acknowledgement for -EINTR. The daemon is stopped all the same. So the
+// stop is followed by a list of the daemons, whose answer proves the stop
+// was done: a stop left unanswered worked if the list lacks its role.
 func (c *Client) StopSyncDaemon(s SyncState) error {
 	d := SyncDaemon{State: s}
 	m, err := daemonRequest(cmdDelDaemon, &d)
-	return c.do("stop sync daemon", s.String(), m, err)
+	if err == nil {
+		err = c.stopDaemon(m, s)
+	}
+	if err != nil {
+		return &Error{Op: "stop sync daemon", Object: s.String(), Err: explain("stop sync daemon", err)}
+	}
+	return nil
+}
+
+// stopDaemon sends the stop m, then a list of the daemons, and reads
+// both answers (see StopSyncDaemon).
+func (c *Client) stopDaemon(m genetlink.Message, s SyncState) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.recover(); err != nil {
+		return err
+	}
+	_ = c.c.SetDeadline(time.Now().Add(c.timeout))
+	stop, err := c.c.Send(c.request(m, netlink.Acknowledge))
+	var list netlink.Message
+	if err == nil {
+		list, err = c.c.Send(c.request(message(cmdGetDaemon, nil), netlink.Dump))
+	}
+	if err != nil {
+		c.broken = true
+		return err
+	}
+	_ = c.c.SetReadDeadline(time.Now().Add(c.timeout))
+	var answer error
+	answered := false
+	for {
+		replies, err := c.c.Receive()
+		if err != nil {
+			var oe *netlink.OpError
+			switch {
+			case errors.As(err, &oe) && oe.Sequence == stop.Header.Sequence:
+				answer, answered = err, true // the kernel's refusal
+				continue
+			case errors.As(err, &oe) && oe.Sequence == list.Header.Sequence:
+				return err // the list's
+			case errors.As(err, &oe) && oe.Sequence != 0:
+				continue // an earlier request's
+			}
+			c.broken = true
+			return err
+		}
+		if len(replies) > 0 && replies[0].Header.Sequence == stop.Header.Sequence {
+			answered = true // the acknowledgement
+			continue
+		}
+		if len(replies) > 0 && replies[0].Header.Sequence != list.Header.Sequence {
+			continue // an earlier request's
+		}
+		// The list: the kernel has done the stop.
+		if answered {
+			return answer
+		}
+		for _, r := range replies {
+			var gm genetlink.Message
+			if err := gm.UnmarshalBinary(r.Data); err != nil {
+				return err
+			}
+			if d, err := daemonFromMessage(gm); err == nil && d.State == s {
+				return errors.New("no answer from the kernel, and the daemon still runs")
+			}
+		}
+		return nil
+	}
 }

@@ -78,6 +78,9 @@ func (k *fakeKernel) serve(req netlink.Message) {
 	default:
 		errno = syscall.EINVAL
 	}
+	if errno == syscall.EINTR {
+		return // netlink_rcv_skb answers nothing for -EINTR
+	}
 	if errno != 0 {
 		k.queue = append(k.queue, []netlink.Message{k.errorMsg(req, errno)})
 		return
@@ -319,5 +322,65 @@ func TestSocketBackInStepAfterAnOverrun(t *testing.T) {
 	}
 	if _, err := cl.Service(vs6); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing service: %v, want os.ErrNotExist", err)
+	}
+}
+
+// TestStopSyncDaemonWithoutAnAnswer: the kernel sends nothing back when
+// it stops a daemon whose thread had not yet run (-EINTR); the list that
+// follows the stop tells a stop that worked from one that did not.
+func TestStopSyncDaemonWithoutAnAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		errno   syscall.Errno // the stop's answer; EINTR: none
+		stops   bool          // the stop removes the backup
+		wantErr string
+	}{
+		{name: "acknowledged", stops: true},
+		{name: "unanswered, stopped", errno: syscall.EINTR, stops: true},
+		{name: "unanswered, still running", errno: syscall.EINTR, wantErr: "no answer from the kernel, and the daemon still runs"},
+		{name: "refused", errno: syscall.ESRCH, wantErr: "no such"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			running := []SyncDaemon{
+				{State: SyncMaster, Interface: "sync0", SyncID: 51},
+				{State: SyncBackup, Interface: "sync0", SyncID: 51},
+			}
+			k := &fakeKernel{family: 0x1c}
+			k.handle = func(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, syscall.Errno) {
+				switch m.Header.Command {
+				case cmdDelDaemon:
+					if tc.stops {
+						running = running[:1]
+					}
+					return nil, tc.errno
+				case cmdGetDaemon:
+					var out []genetlink.Message
+					for _, d := range running {
+						r, err := daemonRequest(cmdNewDaemon, &d)
+						if err != nil {
+							t.Fatal(err)
+						}
+						out = append(out, r)
+					}
+					return out, 0
+				}
+				return nil, syscall.EINVAL
+			}
+			cl := dialFake(t, k)
+			err := cl.StopSyncDaemon(SyncBackup)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("got %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("got %v, want %q", err, tc.wantErr)
+			}
+			if len(k.queue) != 0 {
+				t.Errorf("%d answers left on the socket", len(k.queue))
+			}
+			// The socket is in step for the next call.
+			if ds, err := cl.SyncDaemons(); err != nil || len(ds) != len(running) {
+				t.Errorf("next call: %v %v", ds, err)
+			}
+		})
 	}
 }
