@@ -12,38 +12,10 @@ import (
 // vrrp_instance's virtual_rules: their keywords join the tables here, so
 // that the tables' own files stay as they were.
 func init() {
-	topBlock.keys["static_ipaddress"] = func(d *decoder, n *Node, c *Config) {
-		d.want(n, 0, 0)
-		d.lines(n, func(l *Node) {
-			if v, ok := d.staticAddress(l); ok {
-				c.StaticAddresses = append(c.StaticAddresses, v)
-			}
-		})
-	}
-	topBlock.keys["static_routes"] = func(d *decoder, n *Node, c *Config) {
-		d.want(n, 0, 0)
-		d.lines(n, func(l *Node) {
-			if r, ok := d.route(l); ok {
-				c.StaticRoutes = append(c.StaticRoutes, r)
-			}
-		})
-	}
-	topBlock.keys["static_rules"] = func(d *decoder, n *Node, c *Config) {
-		d.want(n, 0, 0)
-		d.lines(n, func(l *Node) {
-			if r, ok := d.rule(l); ok {
-				c.StaticRules = append(c.StaticRules, r)
-			}
-		})
-	}
-	instanceBlock.keys["virtual_rules"] = func(d *decoder, n *Node, in *Instance) {
-		d.want(n, 0, 0)
-		d.lines(n, func(l *Node) {
-			if r, ok := d.rule(l); ok {
-				in.Rules = append(in.Rules, r)
-			}
-		})
-	}
+	topBlock.keys["static_ipaddress"] = entries((*decoder).staticAddress, func(c *Config) *[]VIP { return &c.StaticAddresses })
+	topBlock.keys["static_routes"] = entries((*decoder).route, func(c *Config) *[]Route { return &c.StaticRoutes })
+	topBlock.keys["static_rules"] = entries((*decoder).rule, func(c *Config) *[]Rule { return &c.StaticRules })
+	instanceBlock.keys["virtual_rules"] = entries((*decoder).rule, func(in *Instance) *[]Rule { return &in.Rules })
 	globalBlock.keys["default_interface"] = func(d *decoder, n *Node, g *Global) {
 		if v, ok := d.str(n); ok {
 			g.DefaultInterface = v
@@ -82,6 +54,21 @@ func init() {
 	}
 	delete(instanceBlock.unsupported, "virtual_rules")
 	delete(globalBlock.unsupported, "default_interface")
+}
+
+// entries is the keyword of a block of one entry a line (static_routes,
+// virtual_rules, ...): each line that read takes is added to the list
+// that list gives of the block's owner; a line it refuses is left out.
+func entries[T, E any](read func(*decoder, *Node) (E, bool), list func(*T) *[]E) func(*decoder, *Node, *T) {
+	return func(d *decoder, n *Node, t *T) {
+		d.want(n, 0, 0)
+		d.lines(n, func(l *Node) {
+			if e, ok := read(d, l); ok {
+				p := list(t)
+				*p = append(*p, e)
+			}
+		})
+	}
 }
 
 // staticAddress reads one static_ipaddress line: virtual_ipaddress's
