@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/directord/directord/internal/frrtest"
 	"github.com/directord/directord/internal/nstest"
 )
@@ -32,60 +30,47 @@ func directorAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, 0, b
 // its own, so that a director's cable can be cut without the router's
 // link going down).
 type lan struct {
-	sw, router *nstest.NS
-	dirs       []*nstest.NS
-	frr        *frrtest.Router
+	sw     *nstest.Switch
+	router *nstest.NS
+	dirs   []*nstest.NS
+	ports  []string // the switch's port of each director
+	frr    *frrtest.Router
 }
 
 func newLAN(t *testing.T, n int, bfd string) *lan {
 	t.Helper()
 	frrtest.Require(t)
-	l := &lan{sw: nstest.New(t, "bgsw"), router: nstest.New(t, "bgr")}
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
-	if err := l.sw.NL.LinkAdd(br); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.sw.NL.LinkSetUp(br); err != nil {
-		t.Fatal(err)
-	}
-	port := func(name string) {
-		p, err := l.sw.NL.LinkByName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.sw.NL.LinkSetMaster(p, br); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.sw.NL.LinkSetUp(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	nstest.Link(t, l.sw, l.router, "p-r", "eth0", "", routerAddr.String()+"/24")
-	port("p-r")
-	var neighbors []netip.Addr
+	l := &lan{sw: nstest.NewSwitch(t, "bgsw"), router: nstest.New(t, "bgr")}
+	l.sw.Plug(t, l.router, "eth0", routerAddr.String()+"/24")
 	for i := range n {
 		d := nstest.New(t, fmt.Sprintf("bgd%d", i))
-		nstest.Link(t, l.sw, d, fmt.Sprintf("p-d%d", i), "eth0", "", directorAddr(i).String()+"/24")
-		port(fmt.Sprintf("p-d%d", i))
+		l.ports = append(l.ports, l.sw.Plug(t, d, "eth0", directorAddr(i).String()+"/24"))
 		l.dirs = append(l.dirs, d)
-		neighbors = append(neighbors, directorAddr(i))
 	}
-	l.frr = frrtest.Start(t, l.router, frrtest.Config(65000, routerAddr, 65010, neighbors, bfd))
+	l.frr = frrtest.Start(t, l.router, frrtest.Config(65000, routerAddr, 65010, allDirectors(n), bfd))
 	return l
+}
+
+// startAll starts a director in each of l's namespaces, on
+// writeDirectorConf's file with bgp_withdraw_wait wait, hold time 9 and
+// bfd, and returns once each has its session up and the router a route
+// through them all.
+func (l *lan) startAll(t *testing.T, wait, bfd string) []*director {
+	t.Helper()
+	var ds []*director
+	for i, ns := range l.dirs {
+		ds = append(ds, startDirector(t, ns, writeDirectorConf(t, i, wait, 9, bfd, 1)))
+	}
+	for _, d := range ds {
+		d.waitEstablished()
+	}
+	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(len(ds))...)
+	return ds
 }
 
 // cut takes director i's cable out of the switch: its carrier goes, the
 // router's does not.
-func (l *lan) cut(t *testing.T, i int) {
-	t.Helper()
-	p, err := l.sw.NL.LinkByName(fmt.Sprintf("p-d%d", i))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.sw.NL.LinkSetDown(p); err != nil {
-		t.Fatal(err)
-	}
-}
+func (l *lan) cut(t *testing.T, i int) { l.sw.Cut(t, l.ports[i]) }
 
 // director is a helper process running the speaker in a namespace.
 type director struct {
@@ -129,8 +114,14 @@ func writeDirectorConf(t *testing.T, i int, wait string, hold int, bfd string, w
 // writeDirectorConfWith takes the neighbor's extra lines as they are.
 func writeDirectorConfWith(t *testing.T, i int, wait string, hold int, extra string, weight int) string {
 	t.Helper()
+	return writeConf(t, fmt.Sprintf(directorConf, wait, directorAddr(i), hold, extra, weight))
+}
+
+// writeConf writes a director's keepalived.conf in the test's folder.
+func writeConf(t *testing.T, text string) string {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "keepalived.conf")
-	if err := os.WriteFile(file, fmt.Appendf(nil, directorConf, wait, directorAddr(i), hold, extra, weight), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file
@@ -261,17 +252,12 @@ func allDirectors(n int) []netip.Addr {
 // (two next hops), gaining it announces again (three).
 func TestFRRLearnsECMP(t *testing.T) {
 	l := newLAN(t, 3, "")
-	var ds []*director
-	for i, ns := range l.dirs {
-		ds = append(ds, startDirector(t, ns, writeDirectorConf(t, i, "1", 9, "", 1)))
-	}
-	for i, d := range ds {
-		d.waitEstablished()
+	ds := l.startAll(t, "1", "")
+	for i := range ds {
 		if !onLo(t, l.dirs[i]) {
 			t.Errorf("director %d: %s is not on lo", i, vip)
 		}
 	}
-	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(3)...)
 	st := ds[0].status()
 	if n := st.Neighbors[0]; n.Addr != routerAddr || n.RemoteAS != 65000 || n.Since.IsZero() || n.BFD != "" {
 		t.Errorf("neighbor status %+v", n)
@@ -296,11 +282,7 @@ func TestFRRLearnsECMP(t *testing.T) {
 // on lo; the route goes first; undrain announces again.
 func TestFRRDrainDirector(t *testing.T) {
 	l := newLAN(t, 2, "")
-	d0 := startDirector(t, l.dirs[0], writeDirectorConf(t, 0, "1", 9, "", 1))
-	d1 := startDirector(t, l.dirs[1], writeDirectorConf(t, 1, "1", 9, "", 1))
-	d0.waitEstablished()
-	d1.waitEstablished()
-	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(2)...)
+	d0 := l.startAll(t, "1", "")[0]
 	d0.do("drain")
 	l.frr.WaitNextHops(10*time.Second, vip, directorAddr(1))
 	if !onLo(t, l.dirs[0]) {
@@ -318,11 +300,7 @@ func TestFRRDrainDirector(t *testing.T) {
 // address goes after bgp_withdraw_wait.
 func TestFRRStopWithdrawsFirst(t *testing.T) {
 	l := newLAN(t, 2, "")
-	d0 := startDirector(t, l.dirs[0], writeDirectorConf(t, 0, "2", 9, "", 1))
-	d1 := startDirector(t, l.dirs[1], writeDirectorConf(t, 1, "2", 9, "", 1))
-	d0.waitEstablished()
-	d1.waitEstablished()
-	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(2)...)
+	d0 := l.startAll(t, "2", "")[0]
 	start := time.Now()
 	d0.send("stop")
 	gone := l.frr.WaitNextHops(10*time.Second, vip, directorAddr(1))
@@ -340,11 +318,7 @@ func TestFRRStopWithdrawsFirst(t *testing.T) {
 // before the hold time (9 s) could expire.
 func TestFRRKill(t *testing.T) {
 	l := newLAN(t, 2, "")
-	d0 := startDirector(t, l.dirs[0], writeDirectorConf(t, 0, "1", 9, "", 1))
-	d1 := startDirector(t, l.dirs[1], writeDirectorConf(t, 1, "1", 9, "", 1))
-	d0.waitEstablished()
-	d1.waitEstablished()
-	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(2)...)
+	d0 := l.startAll(t, "1", "")[0]
 	start := time.Now()
 	syscall.Kill(-d0.cmd.Process.Pid, syscall.SIGKILL)
 	gone := l.frr.WaitNextHops(10*time.Second, vip, directorAddr(1))
@@ -365,11 +339,7 @@ func (l *lan) neighbor(t *testing.T, a netip.Addr) frrtest.Neighbor { return l.f
 // hold timer could have expired.
 func TestFRRBFD(t *testing.T) {
 	l := newLAN(t, 2, " receive-interval 100\n transmit-interval 100\n detect-multiplier 3")
-	d0 := startDirector(t, l.dirs[0], writeDirectorConf(t, 0, "1", 9, "100 3", 1))
-	d1 := startDirector(t, l.dirs[1], writeDirectorConf(t, 1, "1", 9, "100 3", 1))
-	d0.waitEstablished()
-	d1.waitEstablished()
-	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(2)...)
+	d0 := l.startAll(t, "1", "100 3")[0]
 	nstest.WaitFor(t, 10*time.Second, "BFD up on both sides", func() bool {
 		st := d0.status()
 		return st.Neighbors[0].BFD == "up" && l.neighbor(t, directorAddr(0)).BFD.Status == "Up"
@@ -394,11 +364,7 @@ func TestFRRBFD(t *testing.T) {
 // router's hold timer expires, within the hold time.
 func TestFRRHoldTime(t *testing.T) {
 	l := newLAN(t, 2, "")
-	d0 := startDirector(t, l.dirs[0], writeDirectorConf(t, 0, "1", 9, "", 1))
-	d1 := startDirector(t, l.dirs[1], writeDirectorConf(t, 1, "1", 9, "", 1))
-	d0.waitEstablished()
-	d1.waitEstablished()
-	l.frr.WaitNextHops(30*time.Second, vip, allDirectors(2)...)
+	l.startAll(t, "1", "")
 	start := time.Now()
 	l.cut(t, 0)
 	gone := l.frr.WaitNextHops(15*time.Second, vip, directorAddr(1))
@@ -478,32 +444,12 @@ func TestFRRAttributes(t *testing.T) {
 // neighbor, and FRR installs it through the director's address.
 func TestFRRIPv6(t *testing.T) {
 	frrtest.Require(t)
-	sw, rtr, dns := nstest.New(t, "bg6sw"), nstest.New(t, "bg6r"), nstest.New(t, "bg6d")
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
-	if err := sw.NL.LinkAdd(br); err != nil {
-		t.Fatal(err)
-	}
-	if err := sw.NL.LinkSetUp(br); err != nil {
-		t.Fatal(err)
-	}
+	sw, rtr, dns := nstest.NewSwitch(t, "bg6sw"), nstest.New(t, "bg6r"), nstest.New(t, "bg6d")
 	r6, d6 := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::11")
-	for _, x := range []struct {
-		ns   *nstest.NS
-		port string
-		addr netip.Addr
-	}{{rtr, "p-r", r6}, {dns, "p-d", d6}} {
-		nstest.Link(t, sw, x.ns, x.port, "eth0", "", x.addr.String()+"/64")
-		p, err := sw.NL.LinkByName(x.port)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sw.NL.LinkSetMaster(p, br); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sw.Plug(t, rtr, "eth0", r6.String()+"/64")
+	sw.Plug(t, dns, "eth0", d6.String()+"/64")
 	frr := frrtest.Start(t, rtr, frrtest.Config(65000, routerAddr, 65010, []netip.Addr{d6}, ""))
-	file := filepath.Join(t.TempDir(), "keepalived.conf")
-	conf := `global_defs {
+	file := writeConf(t, `global_defs {
     bgp {
         local_as 65010
         router_id 10.0.0.11
@@ -519,10 +465,7 @@ virtual_server 2001:db8:1::100 80 {
     real_server 2001:db8::20 80 {
     }
 }
-`
-	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	d := startDirector(t, dns, file)
 	d.waitEstablished()
 	p := netip.MustParsePrefix("2001:db8:1::100/128")

@@ -554,6 +554,19 @@ func (s *Switch) Isolate(t TB, port string, on bool) {
 	}
 }
 
+// Cut takes the switch's port down, as a cable pulled out of the
+// switch: the peer's interface loses its carrier, the others keep theirs.
+func (s *Switch) Cut(t TB, port string) {
+	t.Helper()
+	l, err := s.ns.NL.LinkByName(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ns.NL.LinkSetDown(l); err != nil {
+		t.Fatalf("cut %s: %v", port, err)
+	}
+}
+
 // Times returns when the frames about addr since since were seen.
 func (w *Watch) Times(addr string, since time.Time) []time.Time {
 	a := netip.MustParseAddr(addr)
