@@ -13,33 +13,13 @@ import (
 // each live real server then the virtual server DOWN.
 func TestLVSFIFOLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := parse(t, `
-virtual_server 192.0.2.1 80 {
-    lb_algo rr
-    lb_kind DR
-    protocol TCP
-    quorum 2
-    omega
-    real_server 10.0.0.1 80 {
-        TCP_CHECK { }
-    }
-    real_server 10.0.0.2 80 {
-        TCP_CHECK { }
-    }
-}
-`)
-		l, err := NewLVS(cfg, newFakeKernel(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := parse(t, quorumConf("    omega\n"))
+		l := newLVS(t, cfg, newFakeKernel())
 		var mu sync.Mutex
 		var lines []string
 		l.FIFO = func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }
 		ctx, stop := running(t, l)
-		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
-		synctest.Wait()
-		l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 1})
-		synctest.Wait()
+		flap(ctx, l)
 		if err := stop(); err != nil {
 			t.Fatal(err)
 		}

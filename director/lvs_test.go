@@ -26,6 +26,46 @@ type fakeKernel struct{ *fakeSync }
 
 func newFakeKernel() *fakeKernel { return &fakeKernel{newFakeSync()} }
 
+// newLVS is NewLVS on cfg and k, without a logger, for a test that
+// fails if it refuses.
+func newLVS(t *testing.T, cfg *config.Config, k *fakeKernel) *LVS {
+	t.Helper()
+	l, err := NewLVS(cfg, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// quorumConf is a virtual server of two checked real servers of weight
+// 1, quorum 2: one failing takes the quorum away. extra holds the
+// virtual server's further lines (omega, the quorum scripts).
+func quorumConf(extra string) string {
+	return `
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    quorum 2
+` + extra + `    real_server 10.0.0.1 80 {
+        TCP_CHECK { }
+    }
+    real_server 10.0.0.2 80 {
+        TCP_CHECK { }
+    }
+}
+`
+}
+
+// flap reports the first real server of the first pool down, then up
+// again, each verdict applied before the next: in a synctest bubble.
+func flap(ctx context.Context, l *LVS) {
+	l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
+	synctest.Wait()
+	l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 1})
+	synctest.Wait()
+}
+
 // breaks makes every change fail (broken) or succeed again.
 func (k *fakeKernel) breaks(broken bool) {
 	if !broken {
@@ -64,10 +104,7 @@ virtual_server 192.0.2.1 80 {
 func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newFakeKernel()
-		l, err := NewLVS(parse(t, lvsConf), k, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, parse(t, lvsConf), k)
 		ctx, stop := running(t, l)
 		want := []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.1:80 route 1", "-a TCP 192.0.2.1:80 10.0.0.2:80 route 2"}
 		if got := k.lines(); !reflect.DeepEqual(got, want) {
@@ -147,10 +184,7 @@ func TestLVSRetriesWithBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newFakeKernel()
 		k.breaks(true)
-		l, err := NewLVS(parse(t, lvsConf), k, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, parse(t, lvsConf), k)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		go l.Run(ctx)
@@ -200,10 +234,7 @@ func TestLVSFlushOptions(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg := parse(t, "global_defs {\n "+tt.global+"\n}\n"+lvsConf)
-				l, err := NewLVS(cfg, k, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := newLVS(t, cfg, k)
 				l.KeepOnStop = tt.keep
 				_, stop := running(t, l)
 				if err := stop(); err != nil {
@@ -223,34 +254,12 @@ func TestLVSFlushOptions(t *testing.T) {
 
 func TestLVSQuorumScriptsAndOmega(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := parse(t, `
-virtual_server 192.0.2.1 80 {
-    lb_algo rr
-    lb_kind DR
-    protocol TCP
-    quorum 2
-    omega
-    quorum_up "/bin/up arg"
-    quorum_down /bin/down
-    real_server 10.0.0.1 80 {
-        TCP_CHECK { }
-    }
-    real_server 10.0.0.2 80 {
-        TCP_CHECK { }
-    }
-}
-`)
-		l, err := NewLVS(cfg, newFakeKernel(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := parse(t, quorumConf("    omega\n    quorum_up \"/bin/up arg\"\n    quorum_down /bin/down\n"))
+		l := newLVS(t, cfg, newFakeKernel())
 		var ran []string
 		l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
 		ctx, stop := running(t, l)
-		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
-		synctest.Wait()
-		l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 1})
-		synctest.Wait()
+		flap(ctx, l)
 		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -282,10 +291,7 @@ virtual_server 192.0.2.1 80 {
 `)
 		k := newFakeKernel()
 		k.breaks(true)
-		l, err := NewLVS(cfg, k, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, cfg, k)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- l.Run(ctx) }()
@@ -328,17 +334,11 @@ virtual_server 192.0.2.1 80 {
 	m := alert.New(&cfg.Global, slog.New(slog.DiscardHandler)) // outside the bubble: it talks to a real socket
 	defer m.Close()
 	synctest.Test(t, func(t *testing.T) {
-		l, err := NewLVS(cfg, newFakeKernel(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, cfg, newFakeKernel())
 		l.Alerts = m
 		ctx, stop := running(t, l)
 		<-l.synced // the start's quorum first
-		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
-		synctest.Wait()
-		l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 1})
-		synctest.Wait()
+		flap(ctx, l)
 		if err := stop(); err != nil {
 			t.Fatal(err)
 		}

@@ -44,10 +44,7 @@ virtual_server 192.0.2.1 443 {
     }
 }
 `
-		l, err := NewLVS(parse(t, conf), k, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, parse(t, conf), k)
 		var scripts []string
 		l.Notify = func(s *config.Script) { scripts = append(scripts, s.Command) }
 		ctx, stop := running(t, l)
@@ -108,10 +105,7 @@ func TestLVSDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newFakeKernel()
 		cfg := parse(t, lvsConf)
-		l, err := NewLVS(cfg, k, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, cfg, k)
 		ctx, stop := running(t, l)
 		rs := netip.MustParseAddrPort("10.0.0.2:80")
 		if err := l.Drain(ctx, rs, true); err != nil {
@@ -166,10 +160,7 @@ vrrp_instance VI_2 {
     }
 }
 `
-		l, err := NewLVS(parse(t, lvsConf+second), k, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, parse(t, lvsConf+second), k)
 		ctx, stop := running(t, l)
 		l.Observe(vrrp.Event{Instance: "VI_2", From: vrrp.Backup, To: vrrp.Master})
 		synctest.Wait()

@@ -45,10 +45,7 @@ virtual_server 192.0.2.1 80 {
     }
 }
 `, up, down))
-	l, err := NewLVS(cfg, newFakeKernel(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := newLVS(t, cfg, newFakeKernel())
 	q := script.NewQueue(nil)
 	q.Limit = 1
 	dropped := make(chan script.Job, 4)

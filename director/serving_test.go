@@ -14,10 +14,7 @@ func TestLVSServing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newFakeKernel()
 		k.breaks(true)
-		l, err := NewLVS(parse(t, lvsConf), k, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, parse(t, lvsConf), k)
 		var mu sync.Mutex
 		var last []Serving
 		l.OnServing = func(s []Serving) {

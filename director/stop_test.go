@@ -57,10 +57,7 @@ func TestLVSStopAsKeepalived(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := parse(t, "global_defs {\n "+tt.global+"\n}\n"+fmt.Sprintf(omegaConf, tt.vsLine))
 				k := newFakeKernel()
-				l, err := NewLVS(cfg, k, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := newLVS(t, cfg, k)
 				l.KeepOnStop = tt.keep
 				var ran []string
 				l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
@@ -92,10 +89,7 @@ func TestLVSTimeoutsRestored(t *testing.T) {
 					return parse(t, "global_defs {\n "+g+"\n}\n"+fmt.Sprintf(omegaConf, ""))
 				}
 				k := newFakeKernel()
-				l, err := NewLVS(conf("lvs_timeouts tcp 1000 udp 60"), k, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := newLVS(t, conf("lvs_timeouts tcp 1000 udp 60"), k)
 				l.KeepOnStop = keep
 				ctx, stop := running(t, l)
 				now := func() ipvs.Timeouts { tm, _ := k.Timeouts(); return tm }

@@ -187,26 +187,8 @@ func TestQuorumStep(t *testing.T) {
 // transitions (the start, a verdict, a drain).
 func TestWantAndStatusAreQueries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := parse(t, `
-virtual_server 192.0.2.1 80 {
-    lb_algo rr
-    lb_kind DR
-    protocol TCP
-    quorum 2
-    quorum_up /bin/up
-    quorum_down /bin/down
-    real_server 10.0.0.1 80 {
-        TCP_CHECK { }
-    }
-    real_server 10.0.0.2 80 {
-        TCP_CHECK { }
-    }
-}
-`)
-		l, err := NewLVS(cfg, newFakeKernel(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := parse(t, quorumConf("    quorum_up /bin/up\n    quorum_down /bin/down\n"))
+		l := newLVS(t, cfg, newFakeKernel())
 		var ran []string
 		l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
 		for range 3 {
@@ -276,10 +258,7 @@ virtual_server 192.0.2.1 80 {
 }
 `
 		k := newFakeKernel()
-		l, err := NewLVS(parse(t, fmt.Sprintf(base, 3, 0)), k, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, parse(t, fmt.Sprintf(base, 3, 0)), k)
 		var ran []string
 		l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
 		ctx, stop := running(t, l)
