@@ -11,6 +11,59 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
+// parseDiags parses text as /k.conf, with the default options, and
+// checks that its diagnostics are want, one a line.
+func parseDiags(t *testing.T, text, want string) *Config {
+	t.Helper()
+	cfg, diags := Parse("/k.conf", text, nil, Options{})
+	if got := strings.TrimSpace(diags.String()); got != want {
+		t.Errorf("diagnostics:\n%s\nwant:\n%s", got, want)
+	}
+	return cfg
+}
+
+// trackCase is a configuration, its diagnostics and what it leaves
+// tracked: instance VI_1's entries (want) and sync group G's (group),
+// NAME:WEIGHT with r when reversed.
+type trackCase struct {
+	name, conf  string
+	want, group string
+	diags       string
+}
+
+// testTracked runs tests for the entries of keyword, which inst and
+// group read from the first instance and sync group, and use shows.
+func testTracked[U any](t *testing.T, keyword string, tests []trackCase, inst, group func(*Config) []U, use func(U) (name string, weight int, reverse bool)) {
+	t.Helper()
+	show := func(us []U) string {
+		var out []string
+		for _, u := range us {
+			name, weight, reverse := use(u)
+			s := name + ":" + itoa(weight)
+			if reverse {
+				s += "r"
+			}
+			out = append(out, s)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := parseDiags(t, tt.conf, tt.diags)
+			if got := show(inst(cfg)); got != tt.want {
+				t.Errorf("VI_1 %s = %q, want %q", keyword, got, tt.want)
+			}
+			var g string
+			if len(cfg.SyncGroups) > 0 {
+				g = show(group(cfg))
+			}
+			if g != tt.group {
+				t.Errorf("G %s = %q, want %q", keyword, g, tt.group)
+			}
+		})
+	}
+}
+
 // golden compares got with the file, or rewrites the file under -update.
 func golden(t *testing.T, file, got string) {
 	t.Helper()

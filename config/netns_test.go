@@ -1,9 +1,6 @@
 package config
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestNetNamespaceKeywords: net_namespace and net_namespace_ipvs as
 // keepalived 2.2.7's global_parser reads them (top-level keywords; inside
@@ -33,13 +30,7 @@ func TestNetNamespaceKeywords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
-			if got := strings.TrimSpace(diags.String()); got != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", got, tt.diags)
-			}
-			if cfg == nil {
-				t.Fatal("no configuration")
-			}
+			cfg := parseDiags(t, tt.conf, tt.diags)
 			ipvs := "-"
 			if p := cfg.Global.NetNamespaceIPVS; p != nil {
 				ipvs = *p

@@ -62,10 +62,7 @@ func TestNFTablesKeywords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
-			if got := strings.TrimSpace(diags.String()); got != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", got, tt.diags)
-			}
+			cfg := parseDiags(t, tt.conf, tt.diags)
 			if got, prio := cfg.NFTableName(), cfg.Global.NFTPriorityOrDefault(); got != tt.table || prio != tt.prio {
 				t.Errorf("table %q priority %d, want %q %d", got, prio, tt.table, tt.prio)
 			}

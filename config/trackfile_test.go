@@ -10,13 +10,7 @@ import (
 // messages on the way.
 func TestTrackFileResolution(t *testing.T) {
 	files := "track_file tf {\n file /run/tf\n}\ntrack_file tw {\n file /run/tw\n weight 5 reverse\n}\n"
-	tests := []struct {
-		name  string
-		conf  string
-		want  string // instance VI_1's entries, NAME:WEIGHT[r]
-		group string // sync group G's entries
-		diags string
-	}{
+	tests := []trackCase{
 		{"file's weight by default", files + vi(" track_file {\n  tf\n  tw\n }"), "tf:1 tw:5r", "", ""},
 		{"entry's own weight", files + vi(" track_file {\n  tw weight -3 noreverse\n  tf weight 0 reverse\n }"), "tw:-3 tf:0r", "", ""},
 		{"unknown file ignored", files + vi(" track_file {\n  tx\n }"), "", "",
@@ -40,38 +34,10 @@ func TestTrackFileResolution(t *testing.T) {
 			"/k.conf:1: warning: track_file: tn has no file: ignored, as keepalived does\n" +
 				"/k.conf:8: warning: track_file: (VI_1) track file tn not found: ignored, as keepalived does"},
 	}
-	show := func(us []TrackFileUse) string {
-		var out []string
-		for _, u := range us {
-			s := u.Name + ":" + itoa(u.Weight)
-			if u.Reverse {
-				s += "r"
-			}
-			out = append(out, s)
-		}
-		return strings.Join(out, " ")
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
-			if got := strings.TrimSpace(diags.String()); got != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", got, tt.diags)
-			}
-			if cfg == nil {
-				t.Fatal("no configuration")
-			}
-			if got := show(cfg.Instances[0].TrackFiles); got != tt.want {
-				t.Errorf("VI_1 track_file = %q, want %q", got, tt.want)
-			}
-			var g string
-			if len(cfg.SyncGroups) > 0 {
-				g = show(cfg.SyncGroups[0].TrackFiles)
-			}
-			if g != tt.group {
-				t.Errorf("G track_file = %q, want %q", g, tt.group)
-			}
-		})
-	}
+	testTracked(t, "track_file", tests,
+		func(c *Config) []TrackFileUse { return c.Instances[0].TrackFiles },
+		func(c *Config) []TrackFileUse { return c.SyncGroups[0].TrackFiles },
+		func(u TrackFileUse) (string, int, bool) { return u.Name, u.Weight, u.Reverse })
 }
 
 // TestNotifyFIFOConfig: keepalived's rules for the FIFO keywords.
@@ -90,10 +56,7 @@ func TestNotifyFIFOConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
-			if got := strings.TrimSpace(diags.String()); got != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", got, tt.diags)
-			}
+			cfg := parseDiags(t, tt.conf, tt.diags)
 			var got string
 			if f := cfg.Global.VRRPNotifyFIFO; f != nil {
 				got = f.Path

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -54,10 +53,7 @@ func TestTrackProcessBlock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", "vrrp_track_process P {\n"+tt.body+"}\n", nil, Options{})
-			if got := strings.TrimSpace(diags.String()); got != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", got, tt.diags)
-			}
+			cfg := parseDiags(t, "vrrp_track_process P {\n"+tt.body+"}\n", tt.diags)
 			var got *TrackProcess
 			if len(cfg.TrackProcesses) > 0 {
 				got = cfg.TrackProcesses[0]
@@ -78,11 +74,7 @@ func TestTrackProcessUses(t *testing.T) {
 		return "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 1\n priority " + itoa(prio) + "\n track_process {\n" + body + " }\n}\n"
 	}
 	group := "vrrp_instance VI_2 {\n interface eth0\n virtual_router_id 2\n}\nvrrp_sync_group G {\n group {\n  VI_1\n  VI_2\n }\n track_process {\n  w\n }\n}\n"
-	tests := []struct {
-		name, conf  string
-		want, group string // NAME:WEIGHT[r]
-		diags       string
-	}{
+	tests := []trackCase{
 		{"the process's weight by default", procs + inst(100, "  p\n  w\n"), "p:0 w:5r", "", ""},
 		{"the entry's own", procs + inst(100, "  w weight -3 noreverse\n  p weight 2 reverse\n"), "w:-3 p:2r", "", ""},
 		{"weight alone keeps the process's reverse", procs + inst(100, "  w weight 7\n"), "w:7r", "", ""},
@@ -99,46 +91,18 @@ func TestTrackProcessUses(t *testing.T) {
 		{"sync group with an owner: weight 0", procs + inst(255, "  p\n") + group, "p:0", "w:0r",
 			"/k.conf:26: warning: track_process: (G) weighted track process w with a member of priority 255: weight 0 used, as keepalived does"},
 	}
-	show := func(us []TrackProcessUse) string {
-		var out []string
-		for _, u := range us {
-			s := u.Name + ":" + itoa(u.Weight)
-			if u.Reverse {
-				s += "r"
-			}
-			out = append(out, s)
-		}
-		return strings.Join(out, " ")
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
-			if got := strings.TrimSpace(diags.String()); got != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", got, tt.diags)
-			}
-			if got := show(cfg.Instances[0].TrackProcesses); got != tt.want {
-				t.Errorf("VI_1 track_process = %q, want %q", got, tt.want)
-			}
-			var g string
-			if len(cfg.SyncGroups) > 0 {
-				g = show(cfg.SyncGroups[0].TrackProcesses)
-			}
-			if g != tt.group {
-				t.Errorf("G track_process = %q, want %q", g, tt.group)
-			}
-		})
-	}
+	testTracked(t, "track_process", tests,
+		func(c *Config) []TrackProcessUse { return c.Instances[0].TrackProcesses },
+		func(c *Config) []TrackProcessUse { return c.SyncGroups[0].TrackProcesses },
+		func(u TrackProcessUse) (string, int, bool) { return u.Name, u.Weight, u.Reverse })
 }
 
 // TestTrackProcessWithoutVRRPPrefix: a top-level "track_process NAME {
 // }" is unknown to keepalived too, which ignores it; the warning points
 // to vrrp_track_process rather than to the instance's track_process.
 func TestTrackProcessWithoutVRRPPrefix(t *testing.T) {
-	_, diags := Parse("/k.conf", "track_process chk {\n process haproxy\n}\n", nil, Options{})
 	want := `/k.conf:1: warning: track_process: unknown keyword in the top level, ignored as keepalived does; did you mean "vrrp_track_process"?`
-	if got := strings.TrimSpace(diags.String()); got != want {
-		t.Errorf("diagnostics:\n%s\nwant:\n%s", got, want)
-	}
+	parseDiags(t, "track_process chk {\n process haproxy\n}\n", want)
 }
 
 // TestTrackProcessNetNamespace: net_namespace (not supported) beside a
@@ -146,9 +110,6 @@ func TestTrackProcessWithoutVRRPPrefix(t *testing.T) {
 func TestTrackProcessNetNamespace(t *testing.T) {
 	conf := "\nnet_namespace blue\nvrrp_track_process p {\n process a\n}\n" +
 		"vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 1\n virtual_ipaddress {\n  10.0.0.1\n }\n track_process {\n  p\n }\n}\n"
-	_, diags := Parse("/k.conf", conf, nil, Options{})
 	want := "/k.conf:2: warning: net_namespace: with vrrp_track_process: keepalived follows processes from inside its net_namespace, directord run inside the namespace cannot (no process is counted)"
-	if got := strings.TrimSpace(diags.String()); got != want {
-		t.Errorf("diagnostics:\n%s\nwant:\n%s", got, want)
-	}
+	parseDiags(t, conf, want)
 }

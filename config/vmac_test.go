@@ -66,12 +66,9 @@ func TestVMAC(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
-			if got := strings.TrimSpace(diags.String()); got != tt.diags {
-				t.Errorf("diagnostics:\ngot:\n%s\nwant:\n%s", got, tt.diags)
-			}
-			if diags.HasErrors() {
-				return
+			cfg := parseDiags(t, tt.conf, tt.diags)
+			if strings.Contains(tt.diags, ": error: ") {
+				return // the file is refused: its model is not looked at
 			}
 			if len(cfg.Instances) != len(tt.want) {
 				t.Fatalf("%d instances, want %d", len(cfg.Instances), len(tt.want))
@@ -127,10 +124,7 @@ func TestGarpExtraIf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
-			if got := strings.TrimSpace(diags.String()); got != tt.diags {
-				t.Errorf("diagnostics:\ngot:\n%s\nwant:\n%s", got, tt.diags)
-			}
+			cfg := parseDiags(t, tt.conf, tt.diags)
 			got := ""
 			if len(cfg.Instances) > 0 {
 				g := cfg.Instances[0].Garp
