@@ -26,6 +26,30 @@ func resetConn(c net.Conn) {
 	c.Close()
 }
 
+// answerCase is a raw server's way of answering GET / (serve) and what
+// a checker of type typ must make of it.
+type answerCase struct {
+	name   string
+	typ    string
+	serve  func(net.Conn, string)
+	want   Outcome
+	reason string
+}
+
+// run probes a raw server that answers as tt says with a checker whose
+// connect_timeout is timeout, checks the outcome and returns the result.
+func (tt answerCase) run(t *testing.T, timeout time.Duration) Result {
+	t.Helper()
+	s := newRawServerOf(t, tt.typ, tt.serve)
+	c, rs := rawCheckerOf(tt.typ, s, url("/"))
+	c.ConnectTimeout = timeout
+	r := probe(t, mustHTTP(t, c, rs, ""))
+	if r.Outcome != tt.want || r.Reason != tt.reason {
+		t.Errorf("%s %q, want %s %q", r.Outcome, r.Reason, tt.want, tt.reason)
+	}
+	return r
+}
+
 // TestAnswerCutAfterTheHead: an answer whose head passes and whose body
 // stalls fails, for HTTP_GET ("Timeout HTTP read") and SSL_GET ("Timeout
 // SSL read"); one reset after its head fails HTTP_GET ("Read error") and
@@ -38,13 +62,7 @@ func TestAnswerCutAfterTheHead(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the head and the start of the body on their way first
 		resetConn(c)
 	}
-	tests := []struct {
-		name   string
-		typ    string
-		serve  func(net.Conn, string)
-		want   Outcome
-		reason string
-	}{
+	tests := []answerCase{
 		{"HTTP_GET stalls", "HTTP_GET", stall, Down, "GET /: body: timed out"},
 		{"SSL_GET stalls", "SSL_GET", stall, Down, "GET /: body: timed out"},
 		{"HTTP_GET reset", "HTTP_GET", reset, Down, "GET /: body: connection reset by peer"},
@@ -52,24 +70,9 @@ func TestAnswerCutAfterTheHead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var s *rawServer
-			if tt.typ == "SSL_GET" {
-				s = newRawTLSServer(t, tt.serve)
-			} else {
-				s = newRawServer(t, "tcp4", "127.0.0.1:0", tt.serve)
-			}
-			c, rs := rawCheckerOf(tt.typ, s, url("/"))
 			// Long enough for a TLS handshake under -race on a loaded
 			// machine: the stall is what must time out.
-			c.ConnectTimeout = time.Second
-			p, err := NewHTTP(c, rs, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := probe(t, p)
-			if r.Outcome != tt.want || r.Reason != tt.reason {
-				t.Errorf("%s %q, want %s %q", r.Outcome, r.Reason, tt.want, tt.reason)
-			}
+			r := tt.run(t, time.Second)
 			if r.Silent {
 				t.Error("silent: the server answered")
 			}
@@ -112,10 +115,7 @@ func TestDigestAsKeepalived(t *testing.T) {
 			u.Digest = tt.digest
 			c, rs := rawChecker(s, u)
 			c.HTTP.HTTPProtocol, c.HTTP.ReuseConnection = "1.1", tt.reuse
-			p, err := NewHTTP(c, rs, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mustHTTP(t, c, rs, "")
 			defer p.Close()
 			if r := probe(t, p); r.Outcome != tt.want {
 				t.Errorf("%s %q, want %s", r.Outcome, r.Reason, tt.want)
@@ -172,10 +172,7 @@ func TestRegexAsKeepalived(t *testing.T) {
 			u.Regexp = regexp.MustCompile(pat)
 			u.RegexFirstLine = len(tt.opts) > 0 && tt.opts[0] == "firstline"
 			c, rs := rawChecker(s, u)
-			p, err := NewHTTP(c, rs, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mustHTTP(t, c, rs, "")
 			r := probe(t, p)
 			if r.Outcome != tt.want || tt.reason != "" && r.Reason != tt.reason {
 				t.Errorf("%s %q, want %s %q", r.Outcome, r.Reason, tt.want, tt.reason)
@@ -200,10 +197,7 @@ func TestRegexFromConfiguration(t *testing.T) {
 			cfg := parse(t, "virtual_server 192.0.2.1 80 {\n"+
 				"real_server "+s.addrPort().Addr().String()+" "+strconv.Itoa(int(s.addrPort().Port()))+" {\nHTTP_GET {\nurl {\npath /\n"+tt.lines+"\n}\n}\n}\n}\n")
 			rs := cfg.VirtualServers[0].RealServers[0]
-			p, err := NewHTTP(rs.Checkers[0], rs, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mustHTTP(t, rs.Checkers[0], rs, "")
 			if r := probe(t, p); r.Outcome != tt.want {
 				t.Errorf("%s %q, want %s", r.Outcome, r.Reason, tt.want)
 			}
@@ -233,13 +227,7 @@ func TestTimeoutsAsKeepalived(t *testing.T) {
 		c.Write([]byte(okHead))
 		c.Close()
 	}
-	tests := []struct {
-		name   string
-		typ    string
-		serve  func(net.Conn, string)
-		want   Outcome
-		reason string
-	}{
+	tests := []answerCase{
 		{"HTTP_GET drips", "HTTP_GET", drip, Up, "all URLs answered"},
 		{"SSL_GET drips", "SSL_GET", drip, Down, "GET /: body: timed out"},
 		{"HTTP_GET late", "HTTP_GET", late, Down, "GET /: timed out"},
@@ -248,21 +236,7 @@ func TestTimeoutsAsKeepalived(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var s *rawServer
-			if tt.typ == "SSL_GET" {
-				s = newRawTLSServer(t, tt.serve)
-			} else {
-				s = newRawServer(t, "tcp4", "127.0.0.1:0", tt.serve)
-			}
-			c, rs := rawCheckerOf(tt.typ, s, url("/"))
-			c.ConnectTimeout = timeout
-			p, err := NewHTTP(c, rs, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r := probe(t, p); r.Outcome != tt.want || r.Reason != tt.reason {
-				t.Errorf("%s %q, want %s %q", r.Outcome, r.Reason, tt.want, tt.reason)
-			}
+			tt.run(t, timeout)
 		})
 	}
 }
@@ -338,10 +312,7 @@ func TestDigestMatchesGenhash(t *testing.T) {
 				u := url("/")
 				u.Digest = fields[len(fields)-1]
 				c, rs := rawCheckerOf(typ, s, u)
-				p, err := NewHTTP(c, rs, "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := mustHTTP(t, c, rs, "")
 				if r := probe(t, p); r.Outcome != Up {
 					t.Errorf("with genhash's digest %s: %s %q", u.Digest, r.Outcome, r.Reason)
 				}

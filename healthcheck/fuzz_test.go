@@ -87,10 +87,7 @@ func FuzzHTTPAnswer(f *testing.F) {
 		fuzztest.Bound(t)
 		c := &config.Checker{Type: config.CheckHTTPGet, ConnectTimeout: time.Second,
 			HTTP: &config.HTTPCheck{URLs: []*config.URL{fuzzURL(digest)}, HTTPProtocol: "1.1", ReuseConnection: time.Minute}}
-		p, err := NewHTTP(c, &config.RealServer{}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := mustHTTP(t, c, &config.RealServer{}, "")
 		res, ok, keep, _ := p.exchange(t.Context(), &answerConn{r: bytes.NewReader(answer)}, c.HTTP.URLs[0], "/", "h", time.Now())
 		if ok && res.Outcome == Down {
 			t.Fatalf("passed with a failure %q", res.Reason)
@@ -104,10 +101,7 @@ func FuzzHTTPAnswer(f *testing.F) {
 		h0 := *c.HTTP
 		h0.ReuseConnection = 0
 		c0.HTTP = &h0
-		p0, err := NewHTTP(&c0, &config.RealServer{}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p0 := mustHTTP(t, &c0, &config.RealServer{}, "")
 		res0, ok0, _, _ := p0.exchange(t.Context(), &answerConn{r: bytes.NewReader(answer)}, h0.URLs[0], "/", "h", time.Now())
 		if (ok0 && res0.Outcome == Down) || (!ok0 && res0.Reason == "") {
 			t.Fatalf("keepalived's reading: ok %v with %+v", ok0, res0)

@@ -35,10 +35,7 @@ virtual_server 192.0.2.1 80 {
 }
 `)
 		rec := &recorder{}
-		r, err := New(cfg, rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, rec.emit, nil)
 		r.Egress, r.Jitter = nil, 0
 		var code atomic.Int64 // the script's exit code
 		code.Store(14)

@@ -33,10 +33,7 @@ func TestInsecureMiscCheckRemoved(t *testing.T) {
 		t.Fatal(diags.Errors())
 	}
 	var buf bytes.Buffer
-	r, err := New(cfg, func(Event) {}, slog.New(slog.NewTextHandler(&buf, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRunner(t, cfg, func(Event) {}, slog.New(slog.NewTextHandler(&buf, nil)))
 	if n := len(r.Checks()); n != 1 || r.Checks()[0].Cfg.Misc.Script.Args[0] != good {
 		t.Errorf("%d checks, want the safe one alone", n)
 	}

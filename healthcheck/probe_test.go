@@ -147,6 +147,16 @@ func url(path string, codes ...config.StatusRange) *config.URL {
 	return &config.URL{Path: path, StatusCodes: codes}
 }
 
+// mustHTTP is NewHTTP for a test that fails if it refuses.
+func mustHTTP(t testing.TB, c *config.Checker, rs *config.RealServer, ca string) *HTTP {
+	t.Helper()
+	p, err := NewHTTP(c, rs, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func probe(t *testing.T, p Prober) Result {
 	t.Helper()
 	return p.Probe(context.Background())
@@ -176,10 +186,7 @@ func TestHTTPProbe(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(typ+"/"+tt.name, func(t *testing.T) {
 				c, rs := httpChecker(typ, s, tt.urls...)
-				p, err := NewHTTP(c, rs, "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := mustHTTP(t, c, rs, "")
 				r := probe(t, p)
 				if r.Outcome != tt.outcome || !strings.Contains(r.Reason, tt.reason) {
 					t.Errorf("%s %q, want %s %q", r.Outcome, r.Reason, tt.outcome, tt.reason)
@@ -243,10 +250,7 @@ func TestSSLProbeFailures(t *testing.T) {
 	c, rs = httpChecker("SSL_GET", s, url("/ok"))
 	c.HTTP.VerifyCertificate = true
 	c.HTTP.SNIName = "example.com"
-	p, err := NewHTTP(c, rs, ca)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p = mustHTTP(t, c, rs, ca)
 	if r := probe(t, p); r.Outcome != Up {
 		t.Errorf("verified: %s %q", r.Outcome, r.Reason)
 	}
@@ -283,10 +287,7 @@ func TestSSLTimeoutSaysWhereTheTimeWent(t *testing.T) {
 	}()
 	c := &config.Checker{Type: config.CheckSSLGet, ConnectTimeout: 200 * time.Millisecond,
 		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/ok")}}}
-	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustHTTP(t, c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
 	r := probe(t, p)
 	re := regexp.MustCompile(`^TLS handshake: timed out \(connected in [0-9.]+[µm]?s, handshake [0-9.]+m?s\)$`)
 	if r.Outcome != Down || !r.Silent || !re.MatchString(r.Reason) {
@@ -515,10 +516,7 @@ func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
 	s := newServer(t, true)
 	c, rs := httpChecker("SSL_GET", s, url("/ok"))
 	c.ConnectTimeout = 100 * time.Millisecond
-	p, err := NewHTTP(c, rs, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustHTTP(t, c, rs, "")
 	give := takeSlots(t, p.handshakes)
 	var given atomic.Bool
 	release := time.AfterFunc(3*c.ConnectTimeout, func() { given.Store(true); give() })
@@ -552,10 +550,7 @@ func TestHandshakeQueueIsNotTheServersTime(t *testing.T) {
 func TestHandshakeSlotWaits(t *testing.T) {
 	s := newServer(t, true)
 	c, rs := httpChecker("SSL_GET", s, url("/ok"))
-	p, err := NewHTTP(c, rs, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustHTTP(t, c, rs, "")
 	give := takeSlots(t, p.handshakes)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Result)
@@ -644,10 +639,7 @@ func TestHTTPReuseConnection(t *testing.T) {
 				s := newServer(t, typ == "SSL_GET")
 				c, rs := httpChecker(typ, s, url(tt.path))
 				c.HTTP.ReuseConnection = tt.reuse
-				p, err := NewHTTP(c, rs, "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := mustHTTP(t, c, rs, "")
 				defer p.Close()
 				for i := range 5 {
 					if r := probe(t, p); r.Outcome != Up {
@@ -672,10 +664,7 @@ func keeping(t *testing.T, typ string, timeout time.Duration, urls ...*config.UR
 		c.ConnectTimeout = timeout
 	}
 	c.HTTP.ReuseConnection = time.Hour
-	p, err := NewHTTP(c, rs, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustHTTP(t, c, rs, "")
 	t.Cleanup(func() { p.Close() })
 	return s, c, p
 }
@@ -785,10 +774,7 @@ func TestHTTPReuseClosedAtStop(t *testing.T) {
 	rs.Checkers = []*config.Checker{c}
 	rs.Weight = 1
 	ups := make(chan Result, 10)
-	r, err := New(cfg, func(Event) {}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRunner(t, cfg, func(Event) {}, nil)
 	r.OnResult = func(_ *Check, res Result) {
 		select {
 		case ups <- res:
@@ -871,10 +857,7 @@ func rawServerProber(t *testing.T, serve func(net.Conn)) (*HTTP, *atomic.Int64) 
 	}()
 	c := &config.Checker{Type: config.CheckHTTPGet, ConnectTimeout: 500 * time.Millisecond,
 		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}
-	p, err := NewHTTP(c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustHTTP(t, c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
 	t.Cleanup(func() { p.Close() })
 	return p, conns
 }
@@ -959,10 +942,7 @@ func sslChecks(t *testing.T, ca string, set func(*config.HTTPCheck), servers ...
 		rs.Checkers = []*config.Checker{c}
 		vs.RealServers = append(vs.RealServers, rs)
 	}
-	r, err := New(cfg, func(Event) {}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRunner(t, cfg, func(Event) {}, nil)
 	var ps []*HTTP
 	for _, c := range r.checks {
 		ps = append(ps, c.Prober.(*HTTP))

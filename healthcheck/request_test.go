@@ -50,6 +50,16 @@ func newRawTLSServer(t *testing.T, serve func(c net.Conn, req string)) *rawServe
 	return startRaw(t, ln, serve)
 }
 
+// newRawServerOf is the raw server a checker of type typ talks to, on
+// 127.0.0.1: over TLS for SSL_GET, else plain.
+func newRawServerOf(t *testing.T, typ string, serve func(c net.Conn, req string)) *rawServer {
+	t.Helper()
+	if typ == "SSL_GET" {
+		return newRawTLSServer(t, serve)
+	}
+	return newRawServer(t, "tcp4", "127.0.0.1:0", serve)
+}
+
 func startRaw(t *testing.T, ln net.Listener, serve func(c net.Conn, req string)) *rawServer {
 	s := &rawServer{ln: ln}
 	var wg sync.WaitGroup
@@ -151,10 +161,7 @@ func TestHTTPRequestAsKeepalived(t *testing.T) {
 			s := newRawServer(t, tt.network, tt.addr, replyWith(okAnswer))
 			c, rs := rawChecker(s, url(tt.path))
 			c.HTTP.HTTPProtocol, c.HTTP.VirtualHost = tt.proto, tt.vhost
-			p, err := NewHTTP(c, rs, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mustHTTP(t, c, rs, "")
 			if r := probe(t, p); r.Outcome != Up {
 				t.Errorf("%s %q", r.Outcome, r.Reason)
 			}
@@ -199,10 +206,7 @@ func TestHostAndSNIAsKeepalived(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := parse(t, conf(tt.vs, tt.rs, tt.chk, tt.url))
 			rs := cfg.VirtualServers[0].RealServers[0]
-			p, err := NewHTTP(rs.Checkers[0], rs, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mustHTTP(t, rs.Checkers[0], rs, "")
 			s.mu.Lock()
 			s.hosts, s.snis = nil, nil
 			s.mu.Unlock()
@@ -241,10 +245,7 @@ func TestRequestMatchesGenhash(t *testing.T) {
 				}
 				c, rs := rawChecker(s, url("/health?a=1"))
 				c.HTTP.HTTPProtocol, c.HTTP.VirtualHost = proto, vhost
-				p, err := NewHTTP(c, rs, "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := mustHTTP(t, c, rs, "")
 				if r := probe(t, p); r.Outcome != Up {
 					t.Fatalf("%s %q", r.Outcome, r.Reason)
 				}
@@ -276,10 +277,7 @@ func TestSNIRoutingServer(t *testing.T) {
 		fmt.Sprintf("real_server %s %d {\nvirtualhost rs.test\n", s.addrPort().Addr(), s.addrPort().Port())+
 		"SSL_GET {\nenable_sni\nvirtualhost chk.test\nurl {\npath /ok\nvirtualhost app.test\n}\n}\n}\n}\n")
 	rs := cfg.VirtualServers[0].RealServers[0]
-	p, err := NewHTTP(rs.Checkers[0], rs, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustHTTP(t, rs.Checkers[0], rs, "")
 	if r := probe(t, p); r.Outcome != Up {
 		t.Errorf("%s %q", r.Outcome, r.Reason)
 	}

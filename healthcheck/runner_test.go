@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 	"os"
 	"reflect"
@@ -56,6 +57,16 @@ func (f *fake) Probe(ctx context.Context) Result {
 	return Result{Outcome: Down, Reason: "connect: timed out", Weight: -1, Silent: true}
 }
 
+// newRunner is New for a test that fails if it refuses.
+func newRunner(t testing.TB, cfg *config.Config, emit func(Event), log *slog.Logger) *Runner {
+	t.Helper()
+	r, err := New(cfg, emit, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 type recorder struct {
 	mu     sync.Mutex
 	events []Event
@@ -80,10 +91,7 @@ func TestTimingBounds(t *testing.T) {
 		delayLoop, connectTimeout, retry, dbr := 6*time.Second, 2*time.Second, 2, time.Second
 		cfg := parse(t, poolConf(n, "connect_timeout 2\n delay_loop 6\n retry 2\n delay_before_retry 1"))
 		rec := &recorder{}
-		r, err := New(cfg, rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, rec.emit, nil)
 		r.Egress = nil
 		fakes := make([]*fake, n)
 		for i, c := range r.Checks() {
@@ -152,10 +160,7 @@ func TestLocalFaultsKeepThePool(t *testing.T) {
 		rec := &recorder{}
 		var logs strings.Builder
 		var lmu sync.Mutex
-		r, err := New(cfg, rec.emit, newTestLogger(&logs, &lmu))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, rec.emit, newTestLogger(&logs, &lmu))
 		// Two servers fail with a local error, the third times out while
 		// this director's own interface is down.
 		r.Egress = func(a netip.Addr) (string, bool) { return "this director's interface eth0 is down", true }
@@ -210,10 +215,7 @@ func TestNoLeaks(t *testing.T) {
 				rs.Checkers = []*config.Checker{c}
 				vs.RealServers = append(vs.RealServers, rs)
 			}
-			r, err := New(cfg, func(Event) {}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRunner(t, cfg, func(Event) {}, nil)
 			var count, timeouts atomic.Int64
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
@@ -315,10 +317,7 @@ virtual_server 192.0.2.1 80 {
 }
 `)
 		rec := &recorder{}
-		r, err := New(cfg, rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, rec.emit, nil)
 		r.Egress = nil
 		var weight atomic.Int64
 		weight.Store(12)
@@ -376,10 +375,7 @@ func TestEgressAsked(t *testing.T) {
 			rs.Checkers[0].ConnectIP = netip.MustParseAddr("10.9.9.9") // one address for all
 		}
 		rec := &recorder{}
-		r, err := New(cfg, rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, rec.emit, nil)
 		var asked atomic.Int64
 		var linkDown atomic.Bool
 		linkDown.Store(true)
@@ -418,10 +414,7 @@ func TestAdoptAcrossReload(t *testing.T) {
 		conf := poolConf(3, "connect_timeout 1\n delay_loop 2\n retry 1")
 		cfg := parse(t, conf)
 		rec := &recorder{}
-		old, err := New(cfg, rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := newRunner(t, cfg, rec.emit, nil)
 		old.Egress = nil
 		for _, c := range old.Checks() {
 			c.Prober = &fake{timeout: time.Second} // none answers
@@ -440,10 +433,7 @@ func TestAdoptAcrossReload(t *testing.T) {
 		moved := "\n\n" + conf
 		i := strings.LastIndex(moved, "retry 1")
 		moved = moved[:i] + "retry 2" + moved[i+len("retry 1"):]
-		nr, err := New(parse(t, moved), rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		nr := newRunner(t, parse(t, moved), rec.emit, nil)
 		if n := nr.Adopt(old); n != 2 {
 			t.Errorf("adopted %d checks, want 2", n)
 		}
@@ -482,15 +472,9 @@ func TestAdoptAcrossReload(t *testing.T) {
  }
 }
 `
-		or, err := New(parse(t, dyn), rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		or := newRunner(t, parse(t, dyn), rec.emit, nil)
 		or.record(or.Checks()[0], Result{Outcome: Up, Weight: 5}, time.Now())
-		nr2, err := New(parse(t, strings.Replace(dyn, "weight 10", "weight 20", 1)), rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		nr2 := newRunner(t, parse(t, strings.Replace(dyn, "weight 10", "weight 20", 1)), rec.emit, nil)
 		nr2.Adopt(or)
 		if e := nr2.Initial(); len(e) != 1 || e[0].Weight != 5 {
 			t.Errorf("after the reload %+v, want weight 5 (the script's)", e)
@@ -504,10 +488,7 @@ func TestAdoptAcrossReload(t *testing.T) {
 func TestSaturatedStartsOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, poolConf(4, "connect_timeout 5\n   delay_loop 60\n   retry 0"))
-		r, err := New(cfg, func(Event) {}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, func(Event) {}, nil)
 		r.sem = make(chan struct{}, 2)
 		r.Jitter = 0
 		start := time.Now()
@@ -584,10 +565,7 @@ func TestClockNow(t *testing.T) {
 func TestResultTimeIsTheProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, poolConf(1, "connect_timeout 5\n   delay_loop 60\n   retry 0"))
-		r, err := New(cfg, func(Event) {}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, func(Event) {}, nil)
 		r.Egress = nil
 		start := time.Now()
 		c := r.Checks()[0]
@@ -622,10 +600,7 @@ func TestLateChecksSaid(t *testing.T) {
 		cfg := parse(t, poolConf(2, "connect_timeout 5\n   delay_loop 2\n   retry 0"))
 		var mu sync.Mutex
 		var logs strings.Builder
-		r, err := New(cfg, func(Event) {}, newTestLogger(&logs, &mu))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, func(Event) {}, newTestLogger(&logs, &mu))
 		r.Egress, r.Jitter = nil, 0
 		r.sem = make(chan struct{}, 1) // one probe at a time
 		start := time.Now()
@@ -682,10 +657,7 @@ func TestLateChecksSaid(t *testing.T) {
 func TestSlackStartsCyclesNotRetriesEarly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, poolConf(4, "connect_timeout 5\n   delay_loop 60\n   retry 1\n   delay_before_retry 1"))
-		r, err := New(cfg, func(Event) {}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, func(Event) {}, nil)
 		r.Egress, r.Jitter = nil, 0
 		start := time.Now()
 		var mu sync.Mutex
@@ -733,10 +705,7 @@ func TestSlackStartsCyclesNotRetriesEarly(t *testing.T) {
 func TestReloadIsNotLateness(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, poolConf(2, "connect_timeout 5\n   delay_loop 2\n   retry 1\n   delay_before_retry 1"))
-		old, err := New(cfg, func(Event) {}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		old := newRunner(t, cfg, func(Event) {}, nil)
 		start := time.Now()
 		old.Checks()[0].due.Store(old.clock.mono(start))
 		// Check 1's retry, due at 10 s, 1 ms after the scheduler's first
@@ -746,10 +715,7 @@ func TestReloadIsNotLateness(t *testing.T) {
 		time.Sleep(10 * time.Second) // the reload's time
 		var mu sync.Mutex
 		var logs strings.Builder
-		r, err := New(cfg, func(Event) {}, newTestLogger(&logs, &mu))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, func(Event) {}, newTestLogger(&logs, &mu))
 		if n := r.Adopt(old); n != 2 {
 			t.Fatalf("adopted %d checks, want 2", n)
 		}
@@ -799,10 +765,7 @@ func TestRunnerOwnsClockAndHandshakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(parse(t, conf), func(Event) {}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newRunner(t, parse(t, conf), func(Event) {}, nil)
 	if a.clock != clock || b.clock == nil || b.clock == clock {
 		t.Errorf("clocks: a's %p (given %p), b's %p: want a's the given one, b's its own", a.clock, clock, b.clock)
 	}

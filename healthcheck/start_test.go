@@ -30,10 +30,7 @@ func TestStartAsKeepalived(t *testing.T) {
 				const n = 50
 				cfg := parse(t, poolConf(n, tt.timing))
 				rec := &recorder{}
-				r, err := New(cfg, rec.emit, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := newRunner(t, cfg, rec.emit, nil)
 				r.Egress = nil
 				start := time.Now()
 				var mu sync.Mutex

@@ -39,12 +39,10 @@ virtual_server 192.0.2.77 80 {
     }
 }
 `)
-	r, err := New(cfg, func(Event) {}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRunner(t, cfg, func(Event) {}, nil)
 	var w *LocalAddrs
 	ns.Do(t, func() {
+		var err error
 		if w, err = WatchLocalAddrs(nil); err != nil {
 			t.Fatal(err)
 		}

@@ -59,10 +59,7 @@ func TestHASuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, haConf)
 		rec := &recorder{}
-		r, err := New(cfg, rec.emit, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRunner(t, cfg, rec.emit, nil)
 		r.Egress = nil
 		if !r.UsesHASuspend() {
 			t.Fatal("UsesHASuspend false")

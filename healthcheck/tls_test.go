@@ -94,10 +94,7 @@ func TestSSLClientCertificate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := New(sslConfig(tt.s, tt.ssl), func(Event) {}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRunner(t, sslConfig(tt.s, tt.ssl), func(Event) {}, nil)
 			res := probe(t, r.Checks()[0].Prober)
 			if res.Outcome != tt.want {
 				t.Errorf("%s %q, want %s", res.Outcome, res.Reason, tt.want)
@@ -152,10 +149,7 @@ func TestSSLServerGroups(t *testing.T) {
 				// P-521 handshake on both sides under -race, on a loaded
 				// machine, takes longer than the helper's 500 ms.
 				c.ConnectTimeout = 5 * time.Second
-				p, err := NewHTTP(c, rs, "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := mustHTTP(t, c, rs, "")
 				if res := probe(t, p); res.Outcome != Up {
 					t.Errorf("%s %q", res.Outcome, res.Reason)
 				}
