@@ -38,10 +38,7 @@ func BenchmarkLoadLarge(b *testing.B) {
 // TestLargeConfig checks the generated benchmark configuration is what it
 // claims: 1,000 virtual servers, 20,000 real servers, no errors.
 func TestLargeConfig(t *testing.T) {
-	cfg, diags := Parse("/k.conf", testconf.Large(1000, 20), nil, Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags.Errors())
-	}
+	cfg := mustParse(t, testconf.Large(1000, 20), Options{})
 	n := 0
 	for _, vs := range cfg.VirtualServers {
 		n += len(vs.RealServers)

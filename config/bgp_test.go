@@ -82,10 +82,7 @@ func TestBGPDefaults(t *testing.T) {
 
 // TestKeepalivedFileHasNoBGP: a file without the extension gets none of it.
 func TestKeepalivedFileHasNoBGP(t *testing.T) {
-	c, diags := Parse("/k.conf", bgpConf(" router_id lb1\n", ""), nil, Options{Hostname: "h"})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	c := mustParse(t, bgpConf(" router_id lb1\n", ""), Options{Hostname: "h"})
 	if c.Global.BGP != nil || c.VirtualServers[0].Announce != nil {
 		t.Errorf("bgp %+v, announce %+v", c.Global.BGP, c.VirtualServers[0].Announce)
 	}

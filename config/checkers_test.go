@@ -51,10 +51,7 @@ func TestSMTPHostBlocks(t *testing.T) {
 		{"own timeout", "   connect_timeout 10\n", []string{"10.0.0.2:25 10s", "10.0.0.3:25 10s", "10.0.0.4:587 2s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", conf(tc.own), nil, Options{})
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			cfg := mustParse(t, conf(tc.own), Options{})
 			var got []string
 			for _, c := range cfg.VirtualServers[0].RealServers[0].Checkers {
 				addr := cfg.VirtualServers[0].RealServers[0].Addr

@@ -11,6 +11,17 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
+// mustParse parses text as /k.conf with opts, and fails the test on an
+// error.
+func mustParse(t testing.TB, text string, opts Options) *Config {
+	t.Helper()
+	cfg, diags := Parse("/k.conf", text, nil, opts)
+	if diags.HasErrors() {
+		t.Fatalf("diagnostics:\n%s", diags)
+	}
+	return cfg
+}
+
 // parseDiags parses text as /k.conf, with the default options, and
 // checks that its diagnostics are want, one a line.
 func parseDiags(t *testing.T, text, want string) *Config {

@@ -32,10 +32,7 @@ func TestSMTPAlertInheritance(t *testing.T) {
 		{"own off", mail, " smtp_alert false\n", want{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, diags := Parse("/k.conf", body(tc.global, tc.own), nil, Options{Hostname: "h"})
-			if diags.HasErrors() {
-				t.Fatalf("errors:\n%s", diags.Errors())
-			}
+			c := mustParse(t, body(tc.global, tc.own), Options{Hostname: "h"})
 			got := want{c.Instances[0].SMTPAlert, c.SyncGroups[0].SMTPAlert, c.VirtualServers[0].SMTPAlert, c.VirtualServers[0].RealServers[0].SMTPAlert}
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
@@ -56,10 +53,7 @@ func TestEmailSettings(t *testing.T) {
 			Email{To: []string{"a@x", "b@x", "c@x"}, From: "lb@x", HeloName: "lb.x", ConnectTimeout: 30 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, diags := Parse("/k.conf", "global_defs {\n"+tc.global+"}\n", nil, Options{Hostname: "h"})
-			if diags.HasErrors() {
-				t.Fatalf("errors:\n%s", diags.Errors())
-			}
+			c := mustParse(t, "global_defs {\n"+tc.global+"}\n", Options{Hostname: "h"})
 			e := c.Global.Email
 			if e == nil {
 				t.Fatal("no Email")

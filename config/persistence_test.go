@@ -18,10 +18,7 @@ func TestPersistenceEngine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", vsrv(tt.lines), nil, Options{})
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			cfg := mustParse(t, vsrv(tt.lines), Options{})
 			got := cfg.VirtualServers[0].Persistence
 			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
 				t.Errorf("persistence %+v, want %+v", got, tt.want)

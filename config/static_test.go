@@ -93,10 +93,7 @@ func TestRulePrioritiesCount(t *testing.T) {
 	conf := "static_rules {\n from 10.0.0.1 table 1\n from 2001:db8::1 table 1\n}\n" +
 		vi(" virtual_rules {\n  to 10.0.0.2 table 2\n  to 10.0.0.3 table 2 priority 7\n  to 2001:db8::2 table 2\n }") +
 		"static_rules {\n fwmark 1 blackhole\n}\n"
-	cfg, diags := Parse("/k.conf", conf, nil, Options{Hostname: "h"})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	cfg := mustParse(t, conf, Options{Hostname: "h"})
 	var got []uint32
 	for _, r := range cfg.StaticRules {
 		got = append(got, r.Priority)

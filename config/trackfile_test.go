@@ -80,10 +80,7 @@ func TestNotifyPriorityChanges(t *testing.T) {
 		"vrrp_instance C {\n interface eth0\n virtual_router_id 3\n notify_priority_changes\n}\n" +
 		"vrrp_instance D {\n interface eth0\n virtual_router_id 4\n}\n" +
 		"vrrp_sync_group G {\n group {\n  B\n  C\n }\n notify_priority_changes false\n}\n"
-	cfg, diags := Parse("/k.conf", conf, nil, Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	cfg := mustParse(t, conf, Options{})
 	want := map[string]bool{"A": true, "B": false, "C": true, "D": true}
 	for _, in := range cfg.Instances {
 		if in.NotifyPriorityChanges != want[in.Name] {
