@@ -178,6 +178,9 @@ type HTTP struct {
 	// handshakes bounds the TLS handshakes in flight, across the checks
 	// of a Runner (SSL_GET).
 	handshakes chan struct{}
+	// waiting, when set (by tests), is called as the probe starts to wait
+	// for a slot, after the readings its Waited is measured from.
+	waiting func()
 }
 
 // NewHTTP makes the prober of an HTTP_GET or SSL_GET checker; ca is the
@@ -611,6 +614,9 @@ func (p *HTTP) slot(ctx context.Context, start time.Time) (time.Duration, error)
 	case p.handshakes <- struct{}{}:
 		return 0, nil
 	default:
+	}
+	if p.waiting != nil {
+		p.waiting()
 	}
 	select {
 	case p.handshakes <- struct{}{}:
