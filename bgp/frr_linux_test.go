@@ -39,6 +39,15 @@ type lan struct {
 
 func newLAN(t *testing.T, n int, bfd string) *lan {
 	t.Helper()
+	return newLANWith(t, n, func(neighbors []netip.Addr) frrtest.Conf {
+		return frrtest.Config(65000, routerAddr, 65010, neighbors, bfd)
+	})
+}
+
+// newLANWith is newLAN with the router's configuration made by conf from
+// the directors' addresses.
+func newLANWith(t *testing.T, n int, conf func([]netip.Addr) frrtest.Conf) *lan {
+	t.Helper()
 	frrtest.Require(t)
 	l := &lan{sw: nstest.New(t, "bgsw"), router: nstest.New(t, "bgr")}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
@@ -70,7 +79,7 @@ func newLAN(t *testing.T, n int, bfd string) *lan {
 		l.dirs = append(l.dirs, d)
 		neighbors = append(neighbors, directorAddr(i))
 	}
-	l.frr = frrtest.Start(t, l.router, frrtest.Config(65000, routerAddr, 65010, neighbors, bfd))
+	l.frr = frrtest.Start(t, l.router, conf(neighbors))
 	return l
 }
 

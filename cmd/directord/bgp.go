@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -152,16 +151,22 @@ func (b *bgpRun) drain(ctx context.Context, on bool) error {
 
 // reconfigure moves the speaker to cfg and waits until the addresses cfg
 // no longer announces are withdrawn (and, after bgp_withdraw_wait, off
-// lo): before the data plane removes their services.
+// lo): before the data plane removes their services. A change of
+// local_as, router_id or listen_port restarts the speaker, every route
+// withdrawn first (bgp.Reconfigure).
 func (b *bgpRun) reconfigure(ctx context.Context, cfg *config.Config) error {
 	var errs []error
-	if msg := startOnly(b.cfg.Global.BGP, cfg.Global.BGP, b.routerID); msg != "" {
-		b.log.Warn("reload: bgp: "+msg+" apply at start only; the speaker goes on with the old ones until directord restarts", "at", cfg.Global.BGP.Pos.String())
-	}
 	if key := config.Canonical(cfg.Global.BGP); key != b.key {
-		c := *cfg.Global.BGP
-		c.RouterID = b.routerID
-		errs = append(errs, b.sp.Configure(ctx, &c))
+		b.mu.Lock()
+		in, old := b.inputs(), b.cfg.Global.BGP
+		b.mu.Unlock()
+		rid, err := bgp.Reconfigure(ctx, b.sp, b.ann, in, old, cfg.Global.BGP, b.routerID)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		b.mu.Lock()
+		b.routerID = rid
+		b.mu.Unlock()
 		b.key = key
 	}
 	b.ann.SetWithdrawWait(cfg.Global.BGP.WithdrawWait)
@@ -170,22 +175,6 @@ func (b *bgpRun) reconfigure(ctx context.Context, cfg *config.Config) error {
 	b.mu.Unlock()
 	errs = append(errs, b.ann.Wait(ctx, b.push()))
 	return errors.Join(errs...)
-}
-
-// startOnly names the settings of the bgp block that changed from old to
-// next and that GoBGP takes at start only, or "".
-func startOnly(old, next *config.BGP, running netip.Addr) string {
-	var what []string
-	if old.LocalAS != next.LocalAS {
-		what = append(what, "local_as")
-	}
-	if next.RouterID.IsValid() && next.RouterID != running {
-		what = append(what, "router_id")
-	}
-	if old.ListenPort != next.ListenPort {
-		what = append(what, "listen_port")
-	}
-	return strings.Join(what, ", ")
 }
 
 // stop withdraws every route, waits bgp_withdraw_wait, removes the

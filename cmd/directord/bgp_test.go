@@ -99,21 +99,3 @@ func TestSessionLogger(t *testing.T) {
 		t.Errorf("logged:\n%s", out)
 	}
 }
-
-func TestBGPStartOnly(t *testing.T) {
-	rid := netip.MustParseAddr("10.0.0.11")
-	old := &config.BGP{LocalAS: 65010, ListenPort: 179}
-	for _, tc := range []struct {
-		name string
-		next config.BGP
-		want string
-	}{
-		{"same", config.BGP{LocalAS: 65010, ListenPort: 179}, ""},
-		{"the derived router_id written out", config.BGP{LocalAS: 65010, ListenPort: 179, RouterID: rid}, ""},
-		{"all", config.BGP{LocalAS: 65011, ListenPort: -1, RouterID: netip.MustParseAddr("10.0.0.12")}, "local_as, router_id, listen_port"},
-	} {
-		if got := startOnly(old, &tc.next, rid); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}

@@ -149,6 +149,8 @@ func (r *Router) VTY(cmd string) (string, error) {
 // json).
 type Neighbor struct {
 	State       string `json:"bgpState"`
+	RemoteAS    uint32 `json:"remoteAs"`
+	RouterID    string `json:"remoteRouterId"`
 	Established int    `json:"connectionsEstablished"`
 	Dropped     int    `json:"connectionsDropped"`
 	// LastNotification is why the session last ended ("Cease/BFD Down",
