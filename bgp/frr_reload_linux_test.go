@@ -204,3 +204,63 @@ func TestFRRReloadNeighbors(t *testing.T) {
 		t.Errorf("neighbors after the removal: %+v", ns)
 	}
 }
+
+// TestFRRAnnounceFWMarkAndGroup: a fwmark virtual server announces the
+// addresses its announce names, a group one each address of its ranges;
+// FRR installs every one through the director, each address is on lo,
+// and losing quorum withdraws them all.
+func TestFRRAnnounceFWMarkAndGroup(t *testing.T) {
+	l := newLAN(t, 1, "")
+	d := startDirector(t, l.dirs[0], writeConf(t, `global_defs {
+    bgp_withdraw_wait 1
+    bgp {
+        local_as 65010
+        router_id 10.0.0.11
+        neighbor 10.0.0.1 {
+            remote_as 65000
+            hold_time 9
+        }
+    }
+}
+virtual_server fwmark 7 {
+    announce bgp address 10.1.0.100 10.1.0.101
+    real_server 10.2.0.1 80 {
+    }
+}
+virtual_server_group web {
+    10.1.0.110-112 443
+    fwmark 8
+}
+virtual_server group web {
+    protocol TCP
+    announce bgp address 10.1.0.120
+    real_server 10.2.0.1 443 {
+    }
+}
+`))
+	var want []netip.Prefix
+	for _, a := range []string{"10.1.0.100", "10.1.0.101", "10.1.0.110", "10.1.0.111", "10.1.0.112", "10.1.0.120"} {
+		want = append(want, netip.MustParsePrefix(a+"/32"))
+	}
+	nstest.WaitFor(t, 30*time.Second, "every address sent", func() bool {
+		st := d.status()
+		return len(st.Neighbors) == 1 && st.Neighbors[0].State == Established && st.Neighbors[0].Sent == uint64(len(want))
+	})
+	for _, p := range want {
+		l.frr.WaitNextHops(30*time.Second, p, directorAddr(0))
+		if !l.dirs[0].HasAddr(t, "lo", p.Addr().String()) {
+			t.Errorf("%s is not on lo", p.Addr())
+		}
+	}
+	if st := d.status().Addresses; len(st) != len(want) {
+		t.Errorf("addresses %+v", st)
+	}
+	d.do("quorum off")
+	for _, p := range want {
+		l.frr.WaitNextHops(10*time.Second, p)
+	}
+	st := d.status().Addresses
+	if len(st) == 0 || st[0].Reason != "no-quorum" || !strings.Contains(st[0].Detail, "fwmark 7") {
+		t.Errorf("after quorum loss: %+v", st)
+	}
+}

@@ -56,8 +56,10 @@ func loadInputs(file string) (*config.Config, Inputs, error) {
 	var in Inputs
 	for _, vs := range cfg.VirtualServers {
 		if vs.Announce != nil {
-			in.Services = append(in.Services, Service{Name: vs.Protocol.String() + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
-				Dev: vs.Announce.Dev, Programmed: true, Quorum: true})
+			for _, p := range vs.AnnouncedPrefixes() {
+				in.Services = append(in.Services, Service{Name: vs.Name(), Prefix: p,
+					Dev: vs.Announce.Dev, Programmed: true, Quorum: true})
+			}
 		}
 	}
 	return cfg, in, nil

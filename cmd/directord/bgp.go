@@ -106,8 +106,10 @@ func (b *bgpRun) inputs() bgp.Inputs {
 			continue
 		}
 		s := b.serving[vs.Identity()]
-		in.Services = append(in.Services, bgp.Service{Name: vs.Protocol.String() + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
-			Dev: vs.Announce.Dev, Programmed: s.Programmed, Quorum: s.Quorum})
+		for _, p := range vs.AnnouncedPrefixes() {
+			in.Services = append(in.Services, bgp.Service{Name: vs.Name(), Prefix: p,
+				Dev: vs.Announce.Dev, Programmed: s.Programmed, Quorum: s.Quorum})
+		}
 	}
 	return in
 }
