@@ -37,7 +37,7 @@ type lan struct {
 	frr        *frrtest.Router
 }
 
-func newLAN(t *testing.T, n int, bfd string) *lan {
+func newLAN(t nstest.TB, n int, bfd string) *lan {
 	t.Helper()
 	return newLANWith(t, n, func(neighbors []netip.Addr) frrtest.Conf {
 		return frrtest.Config(65000, routerAddr, 65010, neighbors, bfd)
@@ -46,7 +46,7 @@ func newLAN(t *testing.T, n int, bfd string) *lan {
 
 // newLANWith is newLAN with the router's configuration made by conf from
 // the directors' addresses.
-func newLANWith(t *testing.T, n int, conf func([]netip.Addr) frrtest.Conf) *lan {
+func newLANWith(t nstest.TB, n int, conf func([]netip.Addr) frrtest.Conf) *lan {
 	t.Helper()
 	frrtest.Require(t)
 	l := &lan{sw: nstest.New(t, "bgsw"), router: nstest.New(t, "bgr")}
@@ -85,7 +85,7 @@ func newLANWith(t *testing.T, n int, conf func([]netip.Addr) frrtest.Conf) *lan 
 
 // cut takes director i's cable out of the switch: its carrier goes, the
 // router's does not.
-func (l *lan) cut(t *testing.T, i int) {
+func (l *lan) cut(t nstest.TB, i int) {
 	t.Helper()
 	p, err := l.sw.NL.LinkByName(fmt.Sprintf("p-d%d", i))
 	if err != nil {
@@ -98,7 +98,7 @@ func (l *lan) cut(t *testing.T, i int) {
 
 // director is a helper process running the speaker in a namespace.
 type director struct {
-	t     *testing.T
+	t     nstest.TB
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan string
@@ -127,7 +127,7 @@ virtual_server 10.1.0.100 80 {
 }
 `
 
-func writeDirectorConf(t *testing.T, i int, wait string, hold int, bfd string, weight int) string {
+func writeDirectorConf(t nstest.TB, i int, wait string, hold int, bfd string, weight int) string {
 	t.Helper()
 	if bfd != "" {
 		bfd = "            bfd " + bfd + "\n"
@@ -136,7 +136,7 @@ func writeDirectorConf(t *testing.T, i int, wait string, hold int, bfd string, w
 }
 
 // writeDirectorConfWith takes the neighbor's extra lines as they are.
-func writeDirectorConfWith(t *testing.T, i int, wait string, hold int, extra string, weight int) string {
+func writeDirectorConfWith(t nstest.TB, i int, wait string, hold int, extra string, weight int) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "keepalived.conf")
 	if err := os.WriteFile(file, fmt.Appendf(nil, directorConf, wait, directorAddr(i), hold, extra, weight), 0o644); err != nil {
@@ -145,7 +145,7 @@ func writeDirectorConfWith(t *testing.T, i int, wait string, hold int, extra str
 	return file
 }
 
-func startDirector(t *testing.T, ns *nstest.NS, conf string) *director {
+func startDirector(t nstest.TB, ns *nstest.NS, conf string) *director {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -255,7 +255,7 @@ func (d *director) waitEstablished() {
 	})
 }
 
-func onLo(t *testing.T, ns *nstest.NS) bool { return ns.HasAddr(t, "lo", vip.Addr().String()) }
+func onLo(t nstest.TB, ns *nstest.NS) bool { return ns.HasAddr(t, "lo", vip.Addr().String()) }
 
 func allDirectors(n int) []netip.Addr {
 	var out []netip.Addr
@@ -366,7 +366,7 @@ func TestFRRKill(t *testing.T) {
 	}
 }
 
-func (l *lan) neighbor(t *testing.T, a netip.Addr) frrtest.Neighbor { return l.frr.Neighbor(a) }
+func (l *lan) neighbor(t nstest.TB, a netip.Addr) frrtest.Neighbor { return l.frr.Neighbor(a) }
 
 // TestFRRBFD: with BFD (100 ms x 3 on both sides), a director's cable cut
 // takes its route away within BFD's detection time, not the hold time's:

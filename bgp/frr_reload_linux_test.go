@@ -14,7 +14,7 @@ import (
 )
 
 // addRouter plugs another router into the LAN's switch and runs FRR on it.
-func (l *lan) addRouter(t *testing.T, name string, addr netip.Addr, conf frrtest.Conf) *frrtest.Router {
+func (l *lan) addRouter(t nstest.TB, name string, addr netip.Addr, conf frrtest.Conf) *frrtest.Router {
 	t.Helper()
 	ns := nstest.New(t, name)
 	nstest.Link(t, l.sw, ns, "p-"+name, "eth0", "", addr.String()+"/24")
@@ -35,7 +35,7 @@ func (l *lan) addRouter(t *testing.T, name string, addr netip.Addr, conf frrtest
 	return frrtest.Start(t, ns, conf)
 }
 
-func writeConf(t *testing.T, text string) string {
+func writeConf(t nstest.TB, text string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "keepalived.conf")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
@@ -46,7 +46,7 @@ func writeConf(t *testing.T, text string) string {
 
 // identityConf is director 0's configuration with its own local_as and
 // router_id, and neighbors given as "ADDR AS" pairs.
-func identityConf(t *testing.T, localAS uint32, rid string, neighbors ...string) string {
+func identityConf(t nstest.TB, localAS uint32, rid string, neighbors ...string) string {
 	t.Helper()
 	var nb strings.Builder
 	for _, n := range neighbors {
