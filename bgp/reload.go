@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -39,6 +40,10 @@ func StartOnly(old, next *config.BGP, running netip.Addr) (string, netip.Addr, e
 	}
 	return strings.Join(what, ", "), rid, nil
 }
+
+// ErrOldSettings is in Reconfigure's error when the new start-only
+// settings did not start and the speaker runs the old ones again.
+var ErrOldSettings = errors.New("the old settings run again")
 
 // Reconfigure moves the running speaker sp of announcer a from old (run
 // as router ID running) to next, a reload's bgp block, and returns the
@@ -78,7 +83,7 @@ func Reconfigure(ctx context.Context, sp Speaker, a *Announcer, in Inputs, old, 
 		if err2 := sp.Start(ctx, &o); err2 != nil {
 			restartErr = fmt.Errorf("bgp: restart for %s: %w; and the old settings did not start again: %w", what, err, err2)
 		} else {
-			restartErr = fmt.Errorf("bgp: restart for %s: %w; the old settings run again", what, err)
+			restartErr = fmt.Errorf("bgp: restart for %s: %w; %w", what, err, ErrOldSettings)
 		}
 		return restartErr
 	})

@@ -113,7 +113,7 @@ func TestReconfigureRestarts(t *testing.T) {
 
 		bad := &config.BGP{LocalAS: 65099, RouterID: netip.MustParseAddr("10.0.0.99"), ListenPort: 179}
 		got, err = Reconfigure(ctx, sp, a, in, more, bad, rid)
-		if err == nil || got != rid {
+		if !errors.Is(err, ErrOldSettings) || got != rid {
 			t.Errorf("a speaker that does not start: %s %v", got, err)
 		}
 		a.Wait(ctx, a.Set(in))

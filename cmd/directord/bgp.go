@@ -35,7 +35,8 @@ type bgpRun struct {
 
 	mu       sync.Mutex
 	cfg      *config.Config
-	key      string // config.Canonical of the bgp block
+	running  *config.BGP // the bgp block the speaker runs
+	key      string      // config.Canonical of running
 	routerID netip.Addr
 	serving  map[string]director.Serving // by virtual server identity
 	vrrp     map[string]vrrp.State
@@ -46,7 +47,7 @@ type bgpRun struct {
 // drain-director over a reload that restarts it.
 func startBGP(cfg *config.Config, drained bool, log *slog.Logger) (*bgpRun, error) {
 	b := &bgpRun{log: log, serving: map[string]director.Serving{}, vrrp: map[string]vrrp.State{}, drained: drained, cfg: cfg,
-		key: config.Canonical(cfg.Global.BGP)}
+		running: cfg.Global.BGP, key: config.Canonical(cfg.Global.BGP)}
 	rid, err := bgp.RouterID(cfg.Global.BGP)
 	if err != nil {
 		return nil, fmt.Errorf("bgp: %w", err)
@@ -160,16 +161,18 @@ func (b *bgpRun) reconfigure(ctx context.Context, cfg *config.Config) error {
 	var errs []error
 	if key := config.Canonical(cfg.Global.BGP); key != b.key {
 		b.mu.Lock()
-		in, old := b.inputs(), b.cfg.Global.BGP
+		in := b.inputs()
 		b.mu.Unlock()
-		rid, err := bgp.Reconfigure(ctx, b.sp, b.ann, in, old, cfg.Global.BGP, b.routerID)
+		rid, err := bgp.Reconfigure(ctx, b.sp, b.ann, in, b.running, cfg.Global.BGP, b.routerID)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		b.mu.Lock()
-		b.routerID = rid
-		b.mu.Unlock()
-		b.key = key
+		// Settings that did not start are tried again at the next reload.
+		if !errors.Is(err, bgp.ErrOldSettings) {
+			b.mu.Lock()
+			b.routerID, b.running, b.key = rid, cfg.Global.BGP, key
+			b.mu.Unlock()
+		}
 	}
 	b.ann.SetWithdrawWait(cfg.Global.BGP.WithdrawWait)
 	b.mu.Lock()
@@ -199,7 +202,7 @@ func (b *bgpRun) stop() error {
 // status is the speaker's part of directorctl status.
 func (b *bgpRun) status(ctx context.Context) *control.BGP {
 	b.mu.Lock()
-	st := &control.BGP{LocalAS: b.cfg.Global.BGP.LocalAS, RouterID: b.routerID.String(), Drained: b.drained,
+	st := &control.BGP{LocalAS: b.running.LocalAS, RouterID: b.routerID.String(), Drained: b.drained,
 		Neighbors: []control.BGPNeighbor{}, Addresses: []control.BGPAddress{}}
 	b.mu.Unlock()
 	ns, err := b.sp.Neighbors(ctx)
