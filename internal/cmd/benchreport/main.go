@@ -234,7 +234,7 @@ func (r *results) rows() []row {
 		}
 		x := r.pair(label, "FailoverBGP/bfd-100ms-x3/cut", "ms-median", base, "ms-median", "directord's VRRP", "ms", 1)
 		bound, _ := r.get("FailoverBGP/bfd-100ms-x3/cut", "ms-bound")
-		x.why = "measured at host load 15 to 17, the FRR daemons and the directors sharing the 2 busy cores; not analysed further (see BGP+BFD failover)"
+		x.why = "every cut is ended by the router's BFD (FRR's reason Cease/BFD Down), the rest is the time its daemons wait for the 2 cores, busy at host load 13 to 17 when measured (see BGP+BFD failover)"
 		r.bound(&x, bound, 50, "ms")
 		add(x)
 	}
