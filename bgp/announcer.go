@@ -30,6 +30,9 @@ type Announcer struct {
 	// not block.
 	OnAction func(Action, error)
 
+	// applying is held for one plan (or a restart) at a time.
+	applying sync.Mutex
+
 	mu         sync.Mutex
 	wait       time.Duration
 	pending    Inputs
@@ -127,6 +130,12 @@ func (a *Announcer) Run(ctx context.Context) {
 // that fails leaves the state as it is for that address, and the next
 // apply tries again.
 func (a *Announcer) apply(ctx context.Context, in Inputs) error {
+	a.applying.Lock()
+	defer a.applying.Unlock()
+	return a.applyLocked(ctx, in)
+}
+
+func (a *Announcer) applyLocked(ctx context.Context, in Inputs) error {
 	next := Decide(in)
 	a.mu.Lock()
 	plan := Plan(a.state, next, a.wait)
@@ -197,6 +206,44 @@ func (a *Announcer) apply(ctx context.Context, in Inputs) error {
 func (a *Announcer) Stop(ctx context.Context, in Inputs) error {
 	in.Stopping = true
 	return a.apply(ctx, in)
+}
+
+// Restart withdraws every route (the addresses stay, serving what still
+// arrives), then calls restart, which stops the speaker and starts it
+// again (a reload that changed local_as, router_id or listen_port: GoBGP
+// takes them at start only); what is: names those settings, for the log
+// and the reason. The new speaker has no route: whatever the announcer
+// announced is announced again by the next inputs applied (Set), which
+// the caller gives once restart returned. in is the latest inputs.
+func (a *Announcer) Restart(ctx context.Context, in Inputs, what string, restart func(context.Context) error) error {
+	if what == "" {
+		what = "its settings"
+	}
+	a.applying.Lock()
+	defer a.applying.Unlock()
+	in.Restarting = what
+	err := a.applyLocked(ctx, in)
+	if err != nil {
+		// The session's close (a NOTIFICATION Cease) withdraws at the
+		// routers what this UPDATE did not.
+		a.log.Warn("bgp: restart: withdrawing failed; the sessions' close withdraws instead", "err", err)
+	}
+	a.log.Info("bgp: restarting the speaker", "detail", what+" changed")
+	rerr := restart(ctx)
+	a.mu.Lock()
+	now := time.Now()
+	for p, on := range a.state.Announced {
+		if on {
+			a.since[p] = now
+		}
+	}
+	a.state.Announced = map[netip.Prefix]bool{}
+	a.mu.Unlock()
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+	return rerr
 }
 
 // AddressStatus is one announced address in directorctl status.

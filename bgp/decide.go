@@ -35,6 +35,10 @@ type Inputs struct {
 	Drained bool
 	// Stopping: directord is shutting down.
 	Stopping bool
+	// Restarting: the speaker is about to restart (a reload changed
+	// local_as, router_id or listen_port); what it restarts for, else "".
+	// Everything is withdrawn, the addresses stay.
+	Restarting string
 }
 
 // Reason says why an address is or is not announced.
@@ -50,6 +54,7 @@ const (
 	ReasonNoQuorum
 	ReasonVRRPBackup
 	ReasonRemoved
+	ReasonRestarting
 )
 
 func (r Reason) String() string {
@@ -68,6 +73,8 @@ func (r Reason) String() string {
 		return "vrrp-backup"
 	case ReasonRemoved:
 		return "removed"
+	case ReasonRestarting:
+		return "restarting"
 	}
 	return fmt.Sprintf("reason(%d)", int(r))
 }
@@ -78,7 +85,7 @@ type Decision struct {
 	Announce bool
 	Reason   Reason
 	// Service is the virtual server the reason is about (the one not
-	// programmed, without quorum), or "".
+	// programmed, without quorum), the settings a restart is for, or "".
 	Service string
 	// Dev is where the address belongs; "" when a VRRP instance holds it
 	// (directord then never puts it on lo: the backup would answer ARP
@@ -103,6 +110,8 @@ func (d Decision) Detail() string {
 		return "this director is not VRRP master for the address"
 	case ReasonRemoved:
 		return "no virtual server announces the address any more"
+	case ReasonRestarting:
+		return "the speaker restarts: " + d.Service + " changed"
 	}
 	return d.Reason.String()
 }
@@ -143,6 +152,8 @@ func Decide(in Inputs) []Decision {
 		switch {
 		case in.Stopping:
 			d.Announce, d.Reason, d.Service = false, ReasonStopping, ""
+		case in.Restarting != "":
+			d.Announce, d.Reason, d.Service = false, ReasonRestarting, in.Restarting
 		case in.Drained:
 			d.Announce, d.Reason, d.Service = false, ReasonDrained, ""
 		}

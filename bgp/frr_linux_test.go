@@ -37,7 +37,16 @@ type lan struct {
 	frr    *frrtest.Router
 }
 
-func newLAN(t *testing.T, n int, bfd string) *lan {
+func newLAN(t nstest.TB, n int, bfd string) *lan {
+	t.Helper()
+	return newLANWith(t, n, func(neighbors []netip.Addr) frrtest.Conf {
+		return frrtest.Config(65000, routerAddr, 65010, neighbors, bfd)
+	})
+}
+
+// newLANWith is newLAN with the router's configuration made by conf from
+// the directors' addresses.
+func newLANWith(t nstest.TB, n int, conf func([]netip.Addr) frrtest.Conf) *lan {
 	t.Helper()
 	frrtest.Require(t)
 	l := &lan{sw: nstest.NewSwitch(t, "bgsw"), router: nstest.New(t, "bgr")}
@@ -47,7 +56,7 @@ func newLAN(t *testing.T, n int, bfd string) *lan {
 		l.ports = append(l.ports, l.sw.Plug(t, d, "eth0", directorAddr(i).String()+"/24"))
 		l.dirs = append(l.dirs, d)
 	}
-	l.frr = frrtest.Start(t, l.router, frrtest.Config(65000, routerAddr, 65010, allDirectors(n), bfd))
+	l.frr = frrtest.Start(t, l.router, conf(allDirectors(n)))
 	return l
 }
 
@@ -55,7 +64,7 @@ func newLAN(t *testing.T, n int, bfd string) *lan {
 // writeDirectorConf's file with bgp_withdraw_wait wait, hold time 9 and
 // bfd, and returns once each has its session up and the router a route
 // through them all.
-func (l *lan) startAll(t *testing.T, wait, bfd string) []*director {
+func (l *lan) startAll(t nstest.TB, wait, bfd string) []*director {
 	t.Helper()
 	var ds []*director
 	for i, ns := range l.dirs {
@@ -70,11 +79,11 @@ func (l *lan) startAll(t *testing.T, wait, bfd string) []*director {
 
 // cut takes director i's cable out of the switch: its carrier goes, the
 // router's does not.
-func (l *lan) cut(t *testing.T, i int) { l.sw.Cut(t, l.ports[i]) }
+func (l *lan) cut(t nstest.TB, i int) { l.sw.Cut(t, l.ports[i]) }
 
 // director is a helper process running the speaker in a namespace.
 type director struct {
-	t     *testing.T
+	t     nstest.TB
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan string
@@ -103,7 +112,7 @@ virtual_server 10.1.0.100 80 {
 }
 `
 
-func writeDirectorConf(t *testing.T, i int, wait string, hold int, bfd string, weight int) string {
+func writeDirectorConf(t nstest.TB, i int, wait string, hold int, bfd string, weight int) string {
 	t.Helper()
 	if bfd != "" {
 		bfd = "            bfd " + bfd + "\n"
@@ -112,13 +121,13 @@ func writeDirectorConf(t *testing.T, i int, wait string, hold int, bfd string, w
 }
 
 // writeDirectorConfWith takes the neighbor's extra lines as they are.
-func writeDirectorConfWith(t *testing.T, i int, wait string, hold int, extra string, weight int) string {
+func writeDirectorConfWith(t nstest.TB, i int, wait string, hold int, extra string, weight int) string {
 	t.Helper()
 	return writeConf(t, fmt.Sprintf(directorConf, wait, directorAddr(i), hold, extra, weight))
 }
 
 // writeConf writes a director's keepalived.conf in the test's folder.
-func writeConf(t *testing.T, text string) string {
+func writeConf(t nstest.TB, text string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "keepalived.conf")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
@@ -127,7 +136,7 @@ func writeConf(t *testing.T, text string) string {
 	return file
 }
 
-func startDirector(t *testing.T, ns *nstest.NS, conf string) *director {
+func startDirector(t nstest.TB, ns *nstest.NS, conf string) *director {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -237,7 +246,7 @@ func (d *director) waitEstablished() {
 	})
 }
 
-func onLo(t *testing.T, ns *nstest.NS) bool { return ns.HasAddr(t, "lo", vip.Addr().String()) }
+func onLo(t nstest.TB, ns *nstest.NS) bool { return ns.HasAddr(t, "lo", vip.Addr().String()) }
 
 func allDirectors(n int) []netip.Addr {
 	var out []netip.Addr
@@ -331,7 +340,7 @@ func TestFRRKill(t *testing.T) {
 	}
 }
 
-func (l *lan) neighbor(t *testing.T, a netip.Addr) frrtest.Neighbor { return l.frr.Neighbor(a) }
+func (l *lan) neighbor(t nstest.TB, a netip.Addr) frrtest.Neighbor { return l.frr.Neighbor(a) }
 
 // TestFRRBFD: with BFD (100 ms x 3 on both sides), a director's cable cut
 // takes its route away within BFD's detection time, not the hold time's:

@@ -23,6 +23,22 @@ import (
 	"github.com/directord/directord/config"
 )
 
+// tellingSpeaker says when the speaker stops and starts.
+type tellingSpeaker struct {
+	*GoBGP
+	say func(string, ...any)
+}
+
+func (s tellingSpeaker) Start(ctx context.Context, c *config.BGP) error {
+	s.say("speaker start AS %d router_id %s", c.LocalAS, c.RouterID)
+	return s.GoBGP.Start(ctx, c)
+}
+
+func (s tellingSpeaker) Stop(ctx context.Context) error {
+	s.say("speaker stop")
+	return s.GoBGP.Stop(ctx)
+}
+
 const helperEnv = "DIRECTORD_BGP_TEST_DIRECTOR"
 
 func TestMain(m *testing.M) {
@@ -40,8 +56,10 @@ func loadInputs(file string) (*config.Config, Inputs, error) {
 	var in Inputs
 	for _, vs := range cfg.VirtualServers {
 		if vs.Announce != nil {
-			in.Services = append(in.Services, Service{Name: vs.Protocol.String() + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
-				Dev: vs.Announce.Dev, Programmed: true, Quorum: true})
+			for _, p := range vs.AnnouncedPrefixes() {
+				in.Services = append(in.Services, Service{Name: vs.Name(), Prefix: p,
+					Dev: vs.Announce.Dev, Programmed: true, Quorum: true})
+			}
 		}
 	}
 	return cfg, in, nil
@@ -77,6 +95,16 @@ func runDirector(file string) int {
 		return 1
 	}
 	a := NewAnnouncer(sp, NetlinkAddresses{H: h}, cfg.Global.BGP.WithdrawWait, log)
+	a.OnAction = func(act Action, err error) {
+		if err == nil && (act.Kind == Announce || act.Kind == Withdraw) {
+			say("action %s %s %s", act.Kind, act.Prefix, act.Decision.Reason)
+		}
+	}
+	rid, err := RouterID(cfg.Global.BGP)
+	if err != nil {
+		say("error: %v", err)
+		return 1
+	}
 	go a.Run(ctx)
 	apply := func() { a.Wait(ctx, a.Set(in)); say("ok") }
 	apply()
@@ -101,10 +129,13 @@ func runDirector(file string) int {
 				say("error: %v", err)
 				continue
 			}
-			if err := sp.Configure(ctx, c.Global.BGP); err != nil {
+			// directord's reload (cmd/directord's reconfigure).
+			rid, err = Reconfigure(ctx, tellingSpeaker{sp, say}, a, in, cfg.Global.BGP, c.Global.BGP, rid)
+			if err != nil {
 				say("error: %v", err)
 				continue
 			}
+			cfg = c
 			a.SetWithdrawWait(c.Global.BGP.WithdrawWait)
 			for i := range next.Services {
 				next.Services[i].Quorum = len(in.Services) == 0 || in.Services[0].Quorum

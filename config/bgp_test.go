@@ -123,11 +123,97 @@ func TestBGPErrors(t *testing.T) {
 	}
 }
 
-func TestAnnounceFWMark(t *testing.T) {
-	text := "global_defs {\n bgp {\n  local_as 1\n }\n}\nvirtual_server fwmark 7 {\n announce bgp\n real_server 10.2.0.1 443 {\n }\n}\n"
-	_, diags := Parse("/k.conf", text, nil, Options{Hostname: "h"})
-	if want := "/k.conf:7: error: announce: announce bgp needs a virtual server with an address, not a fwmark or a group"; !strings.Contains(diags.String(), want) {
-		t.Errorf("diagnostics:\n%s\nwant %q", diags, want)
+// TestAnnounceAddresses: what fwmark and group virtual servers announce
+// (directord's extension: announce bgp address ADDR... names what a
+// fwmark has no address for), and the faults, each at file:line.
+func TestAnnounceAddresses(t *testing.T) {
+	const head = "global_defs {\n bgp {\n  local_as 1\n  neighbor 10.0.1.1 {\n   remote_as 2\n  }\n }\n}\n"
+	vs := func(id, announce string) string {
+		proto := " protocol TCP\n"
+		if strings.HasPrefix(id, "fwmark") {
+			proto = ""
+		}
+		return "virtual_server " + id + " {\n" + proto + " " + announce + "\n real_server 10.2.0.1 443 {\n }\n}\n"
+	}
+	const groups = `virtual_server_group web {
+ 10.1.0.1-3 443
+ 10.1.0.2 80
+ 2001:db8::7 443
+}
+virtual_server_group marks {
+ fwmark 3
+}
+virtual_server_group mixed {
+ 10.1.0.9 443
+ fwmark 4
+}
+`
+	ps := func(s ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, x := range s {
+			out = append(out, netip.MustParsePrefix(x))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name, text string
+		want       []netip.Prefix
+		dev        string
+		diag       string
+	}{
+		{"fwmark", vs("fwmark 7", "announce bgp address 10.1.0.100 2001:db8::100 dev eth1"), ps("10.1.0.100/32", "2001:db8::100/128"), "eth1", ""},
+		{"fwmark, dev first", vs("fwmark 7", "announce bgp dev eth1 address 10.1.0.100"), ps("10.1.0.100/32"), "eth1", ""},
+		{"group: each address of its ranges, once", groups + vs("group web", "announce bgp"),
+			ps("10.1.0.1/32", "10.1.0.2/32", "10.1.0.3/32", "2001:db8::7/128"), "lo", ""},
+		{"group of fwmarks", groups + vs("group marks", "announce bgp address 10.1.0.50"), ps("10.1.0.50/32"), "lo", ""},
+		{"group of both", groups + vs("group mixed", "announce bgp address 10.1.0.50"), ps("10.1.0.9/32", "10.1.0.50/32"), "lo", ""},
+		{"group of both, fwmark's not named", groups + vs("group mixed", "announce bgp"), ps("10.1.0.9/32"), "lo",
+			"/k.conf:23: warning: announce: the fwmark entries of virtual_server_group mixed are not announced"},
+		{"fwmark without address", vs("fwmark 7", "announce bgp"), nil, "",
+			"/k.conf:10: error: announce: a fwmark virtual server has no address"},
+		{"group of fwmarks without address", groups + vs("group marks", "announce bgp"), nil, "",
+			"/k.conf:23: error: announce: virtual_server_group marks has only fwmark entries"},
+		{"an address virtual server names addresses", vs("10.1.0.100 443", "announce bgp address 10.1.0.101"), nil, "",
+			"/k.conf:11: error: announce: TCP 10.1.0.100:443 announces its own address"},
+		{"not an address", vs("fwmark 7", "announce bgp address lo"), nil, "",
+			"/k.conf:10: error: announce: \"lo\" is not a unicast address to announce"},
+		{"not unicast", vs("fwmark 7", "announce bgp address 224.0.0.18"), nil, "",
+			"/k.conf:10: error: announce: \"224.0.0.18\" is not a unicast address to announce"},
+		{"address without addresses", vs("fwmark 7", "announce bgp address"), nil, "",
+			"/k.conf:10: error: announce: \"bgp address\": expected announce bgp [dev NAME] [address ADDR...]"},
+		{"dev twice", vs("fwmark 7", "announce bgp dev a dev b"), nil, "",
+			"/k.conf:10: error: announce: \"bgp dev a dev b\": expected"},
+		{"too many", "virtual_server_group big {\n 10.1.0.0/21 443\n}\n" + vs("group big", "announce bgp"), nil, "",
+			"/k.conf:14: error: announce: more than 1024 addresses to announce for group big"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, diags := Parse("/k.conf", head+tc.text, nil, Options{Hostname: "h"})
+			if tc.diag != "" && !strings.Contains(diags.String(), tc.diag) {
+				t.Errorf("diagnostics:\n%s\nwant %q", diags, tc.diag)
+			}
+			if tc.diag == "" && len(diags) > 0 {
+				t.Errorf("diagnostics:\n%s", diags)
+			}
+			if c == nil {
+				return
+			}
+			v := c.VirtualServers[len(c.VirtualServers)-1]
+			if tc.want == nil {
+				if !diags.HasErrors() {
+					t.Errorf("no error")
+				}
+				return
+			}
+			if d := cmp.Diff(tc.want, v.AnnouncedPrefixes(), cmpopts.EquateComparable(netip.Prefix{})); d != "" {
+				t.Errorf("prefixes (-want +got):\n%s", d)
+			}
+			if v.Announce.Dev != tc.dev {
+				t.Errorf("dev %q, want %q", v.Announce.Dev, tc.dev)
+			}
+			if v.AnnouncedPrefix() != tc.want[0] {
+				t.Errorf("AnnouncedPrefix %s", v.AnnouncedPrefix())
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,31 +37,138 @@ func init() {
 		}
 	}
 	vsBlock.keys["announce"] = func(d *decoder, n *Node, vs *VirtualServer) {
-		if !d.noBlock(n) || !d.want(n, 1, 3) {
+		if !d.noBlock(n) || !d.want(n, 1, -1) {
 			return
 		}
 		if n.Args[0] != "bgp" {
 			d.rep.errorf(n.Pos, n.Keyword, "%q is not bgp, the only way directord announces", n.Args[0])
 			return
 		}
-		a := &Announce{Pos: n.Pos, Dev: "lo"}
-		switch rest := n.Args[1:]; {
-		case len(rest) == 0:
-		case len(rest) == 2 && rest[0] == "dev":
-			if !validIfName(rest[1]) {
-				d.rep.errorf(n.Pos, n.Keyword, "%q is not an interface name", rest[1])
-				return
-			}
-			a.Dev = rest[1]
-		default:
-			d.rep.errorf(n.Pos, n.Keyword, "%q: expected announce bgp [dev NAME]", strings.Join(n.Args, " "))
-			return
+		if a, ok := d.announce(n); ok {
+			vs.Announce = a
 		}
-		vs.Announce = a
 	}
 	for _, kw := range []string{"bgp", "bgp_withdraw_wait", "announce"} {
 		extensionKeywords[kw] = true
 	}
+}
+
+// announce reads "announce bgp [dev NAME] [address ADDR...]", dev and
+// address in either order.
+func (d *decoder) announce(n *Node) (*Announce, bool) {
+	a := &Announce{Pos: n.Pos, Dev: "lo"}
+	usage := func() (*Announce, bool) {
+		d.rep.errorf(n.Pos, n.Keyword, "%q: expected announce bgp [dev NAME] [address ADDR...]", strings.Join(n.Args, " "))
+		return nil, false
+	}
+	rest := n.Args[1:]
+	var dev, addrs bool
+	for len(rest) > 0 {
+		switch {
+		case rest[0] == "dev" && !dev && len(rest) >= 2:
+			if !validIfName(rest[1]) {
+				d.rep.errorf(n.Pos, n.Keyword, "%q is not an interface name", rest[1])
+				return nil, false
+			}
+			a.Dev, dev, rest = rest[1], true, rest[2:]
+		case rest[0] == "address" && !addrs && len(rest) >= 2:
+			addrs, rest = true, rest[1:]
+			for len(rest) > 0 && rest[0] != "dev" {
+				ad, err := netip.ParseAddr(rest[0])
+				if err != nil || ad.Zone() != "" || !ad.Unmap().IsGlobalUnicast() {
+					d.rep.errorf(n.Pos, n.Keyword, "%q is not a unicast address to announce", rest[0])
+					return nil, false
+				}
+				a.Addresses = append(a.Addresses, ad.Unmap())
+				rest = rest[1:]
+			}
+		default:
+			return usage()
+		}
+	}
+	return a, true
+}
+
+// MaxAnnounced is how many addresses one virtual server may announce (a
+// group's ranges, announce's address list): a host route each.
+const MaxAnnounced = 1024
+
+// resolveAnnounce sets the prefixes vs announces: its own address; a
+// group's addresses and ranges; for a fwmark (or a group's fwmark
+// entries), the addresses announce names. It reports what cannot be
+// announced and returns false then.
+func (d *decoder) resolveAnnounce(vs *VirtualServer) bool {
+	a := vs.Announce
+	seen := map[netip.Addr]bool{}
+	add := func(ad netip.Addr) bool {
+		ad = ad.Unmap()
+		if !seen[ad] {
+			if len(seen) == MaxAnnounced {
+				d.rep.errorf(a.Pos, "announce", "more than %d addresses to announce for %s", MaxAnnounced, vsKey(vs))
+				return false
+			}
+			seen[ad] = true
+		}
+		return true
+	}
+	switch {
+	case vs.FWMark != 0:
+		if len(a.Addresses) == 0 {
+			d.rep.errorf(a.Pos, "announce", "a fwmark virtual server has no address: name those its packets are sent to (announce bgp address ADDR...)")
+			return false
+		}
+	case vs.Group != "":
+		var g *VirtualServerGroup
+		for _, x := range d.cfg.VirtualServerGroups {
+			if x.Name == vs.Group {
+				g = x
+				break
+			}
+		}
+		if g == nil {
+			return false // validate says the group is not defined
+		}
+		fwmarks := 0
+		for _, e := range g.Entries {
+			if e.FWMark != 0 {
+				fwmarks++
+				continue
+			}
+			last := e.Last
+			if !last.IsValid() {
+				last = e.First
+			}
+			for ad := e.First; ad.IsValid() && ad.Compare(last) <= 0; ad = ad.Next() {
+				if !add(ad) {
+					return false
+				}
+			}
+		}
+		if fwmarks > 0 && len(a.Addresses) == 0 {
+			if len(seen) == 0 {
+				d.rep.errorf(a.Pos, "announce", "virtual_server_group %s has only fwmark entries, which have no address: name those their packets are sent to (announce bgp address ADDR...)", g.Name)
+				return false
+			}
+			d.rep.warnf(a.Pos, "announce", "the fwmark entries of virtual_server_group %s are not announced: name their addresses with announce bgp address ADDR...", g.Name)
+		}
+	default:
+		if len(a.Addresses) > 0 {
+			d.rep.errorf(a.Pos, "announce", "%s announces its own address: announce bgp address is for fwmark and group virtual servers", vsKey(vs))
+			return false
+		}
+		add(vs.Addr.Addr())
+	}
+	for _, ad := range a.Addresses {
+		if !add(ad) {
+			return false
+		}
+	}
+	a.Prefixes = a.Prefixes[:0]
+	for ad := range seen {
+		a.Prefixes = append(a.Prefixes, netip.PrefixFrom(ad, ad.BitLen()))
+	}
+	slices.SortFunc(a.Prefixes, func(x, y netip.Prefix) int { return x.Addr().Compare(y.Addr()) })
+	return true
 }
 
 // bfdNotSupported is why keepalived's bfd_instance and track_bfd are not.
@@ -330,15 +438,38 @@ func (d *decoder) resolveBGP() {
 		if vs.Announce == nil {
 			continue
 		}
-		if !vs.Addr.IsValid() {
-			d.rep.errorf(vs.Announce.Pos, "announce", "announce bgp needs a virtual server with an address, not a fwmark or a group")
+		if !d.resolveAnnounce(vs) {
 			vs.Announce = nil
 		}
 	}
 }
 
-// AnnouncedPrefix is the /32 or /128 a virtual server announces.
+// AnnouncedPrefix is the /32 or /128 an address virtual server
+// announces; for a fwmark or group one, the first of AnnouncedPrefixes.
 func (vs *VirtualServer) AnnouncedPrefix() netip.Prefix {
-	a := vs.Addr.Addr().Unmap()
-	return netip.PrefixFrom(a, a.BitLen())
+	if vs.Addr.IsValid() {
+		a := vs.Addr.Addr().Unmap()
+		return netip.PrefixFrom(a, a.BitLen())
+	}
+	if p := vs.AnnouncedPrefixes(); len(p) > 0 {
+		return p[0]
+	}
+	return netip.Prefix{}
 }
+
+// AnnouncedPrefixes are the /32s and /128s a virtual server with announce
+// bgp announces, sorted: its own address, a group's addresses and ranges,
+// the addresses announce names (fwmark, a group's fwmark entries).
+func (vs *VirtualServer) AnnouncedPrefixes() []netip.Prefix {
+	if vs.Announce == nil {
+		return nil
+	}
+	if len(vs.Announce.Prefixes) == 0 && vs.Addr.IsValid() {
+		return []netip.Prefix{vs.AnnouncedPrefix()}
+	}
+	return vs.Announce.Prefixes
+}
+
+// Name names a virtual server in logs and reasons: "TCP 10.1.0.100:443",
+// "fwmark 1 (inet)", "group web (TCP)".
+func (vs *VirtualServer) Name() string { return vsKey(vs) }

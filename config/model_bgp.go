@@ -62,6 +62,13 @@ type BFD struct {
 type Announce struct {
 	Pos Pos    `json:"pos"`
 	Dev string `json:"dev"`
+	// Addresses are announce's "address ADDR...": what a fwmark virtual
+	// server (or a group's fwmark entries) announces, a directord
+	// extension of the extension.
+	Addresses []netip.Addr `json:"addresses,omitempty"`
+	// Prefixes are resolved: every /32 and /128 announced, sorted
+	// (AnnouncedPrefixes).
+	Prefixes []netip.Prefix `json:"prefixes"`
 }
 
 // Default BGP settings.

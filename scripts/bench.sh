@@ -35,6 +35,7 @@ step() {
 step unit go test -run '^$' -bench . -benchmem $(go list ./... | grep -v /integration)
 step config scripts/bench-config.sh
 step failover go test -run '^$' -bench Failover -benchtime "${FAILOVER_ROUNDS:-5}x" ./integration
+step bgp go test -run '^$' -bench FailoverBGP -benchtime "${FAILOVER_ROUNDS:-5}x" ./bgp
 step adverts go test -run '^$' -bench AdvertInterval -benchtime 3x ./integration
 step ipvs make --no-print-directory bench-ipvs
 step lvs make --no-print-directory bench-lvs

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +35,8 @@ type bgpRun struct {
 
 	mu       sync.Mutex
 	cfg      *config.Config
-	key      string // config.Canonical of the bgp block
+	running  *config.BGP // the bgp block the speaker runs
+	key      string      // config.Canonical of running
 	routerID netip.Addr
 	serving  map[string]director.Serving // by virtual server identity
 	vrrp     map[string]vrrp.State
@@ -47,7 +47,7 @@ type bgpRun struct {
 // drain-director over a reload that restarts it.
 func startBGP(cfg *config.Config, drained bool, log *slog.Logger) (*bgpRun, error) {
 	b := &bgpRun{log: log, serving: map[string]director.Serving{}, vrrp: map[string]vrrp.State{}, drained: drained, cfg: cfg,
-		key: config.Canonical(cfg.Global.BGP)}
+		running: cfg.Global.BGP, key: config.Canonical(cfg.Global.BGP)}
 	rid, err := bgp.RouterID(cfg.Global.BGP)
 	if err != nil {
 		return nil, fmt.Errorf("bgp: %w", err)
@@ -107,8 +107,10 @@ func (b *bgpRun) inputs() bgp.Inputs {
 			continue
 		}
 		s := b.serving[vs.Identity()]
-		in.Services = append(in.Services, bgp.Service{Name: vs.Protocol.String() + " " + vs.Addr.String(), Prefix: vs.AnnouncedPrefix(),
-			Dev: vs.Announce.Dev, Programmed: s.Programmed, Quorum: s.Quorum})
+		for _, p := range vs.AnnouncedPrefixes() {
+			in.Services = append(in.Services, bgp.Service{Name: vs.Name(), Prefix: p,
+				Dev: vs.Announce.Dev, Programmed: s.Programmed, Quorum: s.Quorum})
+		}
 	}
 	return in
 }
@@ -152,17 +154,25 @@ func (b *bgpRun) drain(ctx context.Context, on bool) error {
 
 // reconfigure moves the speaker to cfg and waits until the addresses cfg
 // no longer announces are withdrawn (and, after bgp_withdraw_wait, off
-// lo): before the data plane removes their services.
+// lo): before the data plane removes their services. A change of
+// local_as, router_id or listen_port restarts the speaker, every route
+// withdrawn first (bgp.Reconfigure).
 func (b *bgpRun) reconfigure(ctx context.Context, cfg *config.Config) error {
 	var errs []error
-	if msg := startOnly(b.cfg.Global.BGP, cfg.Global.BGP, b.routerID); msg != "" {
-		b.log.Warn("reload: bgp: "+msg+" apply at start only; the speaker goes on with the old ones until directord restarts", "at", cfg.Global.BGP.Pos.String())
-	}
 	if key := config.Canonical(cfg.Global.BGP); key != b.key {
-		c := *cfg.Global.BGP
-		c.RouterID = b.routerID
-		errs = append(errs, b.sp.Configure(ctx, &c))
-		b.key = key
+		b.mu.Lock()
+		in := b.inputs()
+		b.mu.Unlock()
+		rid, err := bgp.Reconfigure(ctx, b.sp, b.ann, in, b.running, cfg.Global.BGP, b.routerID)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		// Settings that did not start are tried again at the next reload.
+		if !errors.Is(err, bgp.ErrOldSettings) {
+			b.mu.Lock()
+			b.routerID, b.running, b.key = rid, cfg.Global.BGP, key
+			b.mu.Unlock()
+		}
 	}
 	b.ann.SetWithdrawWait(cfg.Global.BGP.WithdrawWait)
 	b.mu.Lock()
@@ -170,22 +180,6 @@ func (b *bgpRun) reconfigure(ctx context.Context, cfg *config.Config) error {
 	b.mu.Unlock()
 	errs = append(errs, b.ann.Wait(ctx, b.push()))
 	return errors.Join(errs...)
-}
-
-// startOnly names the settings of the bgp block that changed from old to
-// next and that GoBGP takes at start only, or "".
-func startOnly(old, next *config.BGP, running netip.Addr) string {
-	var what []string
-	if old.LocalAS != next.LocalAS {
-		what = append(what, "local_as")
-	}
-	if next.RouterID.IsValid() && next.RouterID != running {
-		what = append(what, "router_id")
-	}
-	if old.ListenPort != next.ListenPort {
-		what = append(what, "listen_port")
-	}
-	return strings.Join(what, ", ")
 }
 
 // stop withdraws every route, waits bgp_withdraw_wait, removes the
@@ -208,7 +202,7 @@ func (b *bgpRun) stop() error {
 // status is the speaker's part of directorctl status.
 func (b *bgpRun) status(ctx context.Context) *control.BGP {
 	b.mu.Lock()
-	st := &control.BGP{LocalAS: b.cfg.Global.BGP.LocalAS, RouterID: b.routerID.String(), Drained: b.drained,
+	st := &control.BGP{LocalAS: b.running.LocalAS, RouterID: b.routerID.String(), Drained: b.drained,
 		Neighbors: []control.BGPNeighbor{}, Addresses: []control.BGPAddress{}}
 	b.mu.Unlock()
 	ns, err := b.sp.Neighbors(ctx)

@@ -84,6 +84,50 @@ func TestBGPInputs(t *testing.T) {
 	}
 }
 
+// TestBGPInputsFWMarkAndGroup: a fwmark virtual server gives a service
+// per address its announce names, a group one per address of its
+// entries, each with the virtual server's state.
+func TestBGPInputsFWMarkAndGroup(t *testing.T) {
+	cfg, diags := config.Parse("/k.conf", `global_defs {
+    bgp {
+        local_as 65010
+        neighbor 10.0.0.1 {
+            remote_as 65000
+        }
+    }
+}
+virtual_server fwmark 7 {
+    announce bgp address 192.0.2.10 192.0.2.11
+    real_server 10.0.1.1 443 {
+    }
+}
+virtual_server_group web {
+    192.0.2.20-21 443
+}
+virtual_server group web {
+    protocol TCP
+    announce bgp
+    real_server 10.0.1.1 443 {
+    }
+}
+`, nil, config.Options{Hostname: "h"})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	b := &bgpRun{cfg: cfg, serving: map[string]director.Serving{}, vrrp: map[string]vrrp.State{}}
+	b.serving[cfg.VirtualServers[1].Identity()] = director.Serving{VS: cfg.VirtualServers[1], Programmed: true, Quorum: true}
+	p := netip.MustParsePrefix
+	want := bgp.Inputs{VRRPMaster: map[netip.Addr]bool{}, Services: []bgp.Service{
+		{Name: "fwmark 7 (inet)", Prefix: p("192.0.2.10/32"), Dev: "lo"},
+		{Name: "fwmark 7 (inet)", Prefix: p("192.0.2.11/32"), Dev: "lo"},
+		{Name: "group web (TCP)", Prefix: p("192.0.2.20/32"), Dev: "lo", Programmed: true, Quorum: true},
+		{Name: "group web (TCP)", Prefix: p("192.0.2.21/32"), Dev: "lo", Programmed: true, Quorum: true},
+	}}
+	if d := cmp.Diff(want, b.inputs(), cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
+
 func TestSessionLogger(t *testing.T) {
 	var b strings.Builder
 	f := sessionLogger(slog.New(slog.NewTextHandler(&b, nil)))
@@ -97,23 +141,5 @@ func TestSessionLogger(t *testing.T) {
 	if strings.Count(out, "\n") != 2 || !strings.Contains(out, `level=INFO msg="bgp session established" neighbor=10.0.0.1`) ||
 		!strings.Contains(out, `level=WARN msg="bgp session down" neighbor=10.0.0.1 state=idle reason="hold timer expired"`) {
 		t.Errorf("logged:\n%s", out)
-	}
-}
-
-func TestBGPStartOnly(t *testing.T) {
-	rid := netip.MustParseAddr("10.0.0.11")
-	old := &config.BGP{LocalAS: 65010, ListenPort: 179}
-	for _, tc := range []struct {
-		name string
-		next config.BGP
-		want string
-	}{
-		{"same", config.BGP{LocalAS: 65010, ListenPort: 179}, ""},
-		{"the derived router_id written out", config.BGP{LocalAS: 65010, ListenPort: 179, RouterID: rid}, ""},
-		{"all", config.BGP{LocalAS: 65011, ListenPort: -1, RouterID: netip.MustParseAddr("10.0.0.12")}, "local_as, router_id, listen_port"},
-	} {
-		if got := startOnly(old, &tc.next, rid); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }

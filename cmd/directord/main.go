@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -260,7 +261,7 @@ func writeSummary(w io.Writer, cfg *config.Config, diags config.Diagnostics) {
 		}
 		announce := ""
 		if vs.Announce != nil {
-			announce = fmt.Sprintf(", announced by BGP as %s on %s", vs.AnnouncedPrefix(), vs.Announce.Dev)
+			announce = fmt.Sprintf(", announced by BGP as %s on %s", prefixList(vs.AnnouncedPrefixes()), vs.Announce.Dev)
 		}
 		out("virtual_server %s: %s %s, %d real servers, %d checks%s\n",
 			id, vs.Scheduler, vs.Method.Kind, len(vs.RealServers), checks, announce)
@@ -380,4 +381,17 @@ func cpuProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// prefixList names announced prefixes, the first few of a long list.
+func prefixList(ps []netip.Prefix) string {
+	var names []string
+	for i, p := range ps {
+		if i == 3 && len(ps) > 4 {
+			names = append(names, fmt.Sprintf("... (%d in all)", len(ps)))
+			break
+		}
+		names = append(names, p.String())
+	}
+	return strings.Join(names, ", ")
 }

@@ -26,7 +26,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/directord/directord/internal/nstest"
@@ -37,13 +36,13 @@ type Router struct {
 	NS    *nstest.NS
 	Dir   string
 	Name  string
-	t     testing.TB
+	t     nstest.TB
 	procs []*nstest.Process
 }
 
 // Require skips the test when FRR is not installed (make deps installs
 // it) or the test cannot make namespaces.
-func Require(t testing.TB) {
+func Require(t nstest.TB) {
 	t.Helper()
 	nstest.RequireRoot(t)
 	if _, err := os.Stat("/usr/lib/frr/bgpd"); err != nil {
@@ -59,7 +58,7 @@ type Conf struct {
 }
 
 // Start runs zebra, bfdd and bgpd in ns with conf.
-func Start(t testing.TB, ns *nstest.NS, conf Conf) *Router {
+func Start(t nstest.TB, ns *nstest.NS, conf Conf) *Router {
 	t.Helper()
 	u, err := user.Lookup("frr")
 	if err != nil {
@@ -149,6 +148,8 @@ func (r *Router) VTY(cmd string) (string, error) {
 // json).
 type Neighbor struct {
 	State       string `json:"bgpState"`
+	RemoteAS    uint32 `json:"remoteAs"`
+	RouterID    string `json:"remoteRouterId"`
 	Established int    `json:"connectionsEstablished"`
 	Dropped     int    `json:"connectionsDropped"`
 	// LastNotification is why the session last ended ("Cease/BFD Down",
@@ -195,7 +196,7 @@ type route struct {
 	} `json:"nexthops"`
 }
 
-func parseRoutes(t testing.TB, out []byte) []netip.Addr {
+func parseRoutes(t nstest.TB, out []byte) []netip.Addr {
 	var routes []route
 	if len(strings.TrimSpace(string(out))) > 0 {
 		if err := json.Unmarshal(out, &routes); err != nil {

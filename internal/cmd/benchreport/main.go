@@ -223,6 +223,21 @@ func (r *results) rows() []row {
 		r.bound(&x, bound, 5, "ms")
 		add(x)
 	}
+	// BGP+BFD beside VRRP (the backup's time, master killed, directord
+	// the backup), both on the host in the same run.
+	for _, p := range []struct{ name, label string }{{"v3-100ms", "VRRPv3, advert 100 ms"}, {"v2-1s", "VRRPv2, advert 1 s"}} {
+		base := "Failover/" + p.name + "/kill/master=keepalived/backup=directord"
+		vrrpBound, _ := r.get(base, "ms-bound")
+		label := fmt.Sprintf("failover, BGP+BFD 100 ms x 3, a director's cable cut: until the router's route leaves it (bound: BFD's detection, 100 ms x 3) beside %s, master killed: until the backup's gratuitous ARP", p.label)
+		if vrrpBound != 0 {
+			label += fmt.Sprintf(" (bound: Master_Down_Interval, %s)", num(vrrpBound, "ms"))
+		}
+		x := r.pair(label, "FailoverBGP/bfd-100ms-x3/cut", "ms-median", base, "ms-median", "directord's VRRP", "ms", 1)
+		bound, _ := r.get("FailoverBGP/bfd-100ms-x3/cut", "ms-bound")
+		x.why = "every cut is ended by the router's BFD (FRR's reason Cease/BFD Down), the rest is the time its daemons wait for the 2 cores, busy at host load 13 to 17 when measured (see BGP+BFD failover)"
+		r.bound(&x, bound, 50, "ms")
+		add(x)
+	}
 	// Adverts.
 	x := r.pair("advert gap p99 over 100 ms, both cores busy", "AdvertInterval/master=directord", "ms-p99-over-100ms", "AdvertInterval/master=keepalived", "ms-p99-over-100ms", "keepalived", "ms", 1)
 	x.why = "the machine's other load moves this figure between runs (see VRRP adverts); with vrrp_rt_priority 1, the next row, directord keeps within the aim"
