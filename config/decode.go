@@ -73,10 +73,10 @@ type block[T any] struct {
 	extension bool
 }
 
-// differs tells whether c's value is one that Differences speaks of.
+// differs tells whether c is a use that Differences speaks of.
 func differs(block string, c *Node) bool {
-	v, ok := DifferingValues[block][c.Keyword]
-	return !ok || len(c.Args) > 0 && strings.EqualFold(c.Args[0], v)
+	applies, ok := DifferenceApplies[block][c.Keyword]
+	return !ok || applies(c)
 }
 
 func (b *block[T]) isExtension() bool { return b.extension }

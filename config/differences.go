@@ -1,13 +1,31 @@
 package config
 
+import "strings"
+
 // Differences are the keywords directord reads but runs differently from
 // keepalived 2.2.7, by block (as docs/keywords.md names blocks), with what
 // differs. The language-wide differences are in docs/configuration.md.
-// DifferingValues narrows an entry of Differences to one value of the
-// keyword (its first word, in any case): a file that uses the keyword
-// with another value runs as keepalived runs it.
-var DifferingValues = map[string]map[string]string{
-	"authentication": {"auth_type": "AH"},
+// DifferenceApplies narrows an entry of Differences to the uses it
+// speaks of; an entry without one applies to every use of its keyword. A
+// file that uses the keyword otherwise runs as keepalived runs it, and
+// `-t` does not list that use. never marks a difference that only an
+// error or a warning of its own can show (the file then says so there).
+var DifferenceApplies = map[string]map[string]func(c *Node) bool{
+	"authentication": {"auth_type": wordIs("AH")},
+	"virtual_server": {
+		"real_server":  never,                                         // a duplicate is an error
+		"sorry_server": func(c *Node) bool { return len(c.Args) > 2 }, // words after the port
+	},
+	"HTTP_GET/SSL_GET": {"url": never},         // a checker without url is an error
+	"vrrp_instance":    {"unicast_ttl": never}, // 0 over IPv4 without AH is an error
+	"vrrp_sync_group":  {"group": never},       // members without group { }: a warning
+}
+
+func never(*Node) bool { return false }
+
+// wordIs applies to uses whose first word is v, in any case.
+func wordIs(v string) func(*Node) bool {
+	return func(c *Node) bool { return len(c.Args) > 0 && strings.EqualFold(c.Args[0], v) }
 }
 
 var Differences = map[string]map[string]string{

@@ -83,28 +83,42 @@ does not read.
 	return b.String()
 }
 
-// TestDifferingValues: a keyword that runs differently for one value only
-// (auth_type AH) is listed for that value, in any case, and not for the
-// others, which run as keepalived runs them.
+// TestDifferingValues: a keyword that runs differently for some uses
+// only (auth_type AH, sorry_server with words after its port) is listed
+// for those uses, and not for the others, which run as keepalived runs
+// them; a difference only an error can show (a real server listed twice)
+// is never listed for a file that loads.
 func TestDifferingValues(t *testing.T) {
+	vrrp := func(auth string) string {
+		return "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 51\n priority 100\n authentication {\n  auth_type " +
+			auth + "\n  auth_pass secret\n }\n virtual_ipaddress {\n  192.0.2.100/24\n }\n}\n"
+	}
+	vs := func(addr, sorry string) string {
+		return "virtual_server " + addr + " 443 {\n protocol TCP\n" + sorry + " real_server 10.2.0.1 443 {\n  weight 1\n }\n}\n"
+	}
 	for _, tt := range []struct {
-		value string
-		want  int
-	}{{"PASS", 0}, {"AH", 1}, {"ah", 1}} {
-		text := "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 51\n priority 100\n authentication {\n  auth_type " +
-			tt.value + "\n  auth_pass secret\n }\n virtual_ipaddress {\n  192.0.2.100/24\n }\n}\n"
-		cfg, diags := Parse("k.conf", text, nil, Options{})
+		name, text, keyword string
+		want                int
+	}{
+		{"auth_type PASS", vrrp("PASS"), "auth_type", 0},
+		{"auth_type AH", vrrp("AH"), "auth_type", 1},
+		{"auth_type ah", vrrp("ah"), "auth_type", 1},
+		{"one real server in two virtual servers", vs("10.1.0.100", "") + vs("10.1.0.101", ""), "real_server", 0},
+		{"sorry_server", vs("10.1.0.100", " sorry_server 10.3.0.1 443\n"), "sorry_server", 0},
+		{"sorry_server with a method", vs("10.1.0.100", " sorry_server 10.3.0.1 443 lvs_method DR\n"), "sorry_server", 1},
+	} {
+		cfg, diags := Parse("k.conf", tt.text, nil, Options{})
 		if cfg == nil {
-			t.Fatalf("auth_type %s: %v", tt.value, diags)
+			t.Fatalf("%s: %v", tt.name, diags)
 		}
 		n := 0
 		for _, d := range cfg.Differs {
-			if d.Keyword == "auth_type" {
+			if d.Keyword == tt.keyword {
 				n++
 			}
 		}
 		if n != tt.want {
-			t.Errorf("auth_type %s: listed %d times among the differences, want %d", tt.value, n, tt.want)
+			t.Errorf("%s: %s listed %d times among the differences, want %d", tt.name, tt.keyword, n, tt.want)
 		}
 	}
 }

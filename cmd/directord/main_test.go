@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -117,7 +118,13 @@ func TestConfigTestExitCodes(t *testing.T) {
 	lost := writeConf(t, "garp_group {\n}\nglobal_defs {\n    enable_snmp_vrrp\n}\n"+
 		strings.Replace(goodConf, "interface eth0", "interface eth0\n    use_vmac_addr", 1))
 	// A keyword used many times is listed once, at its first use.
-	many := writeConf(t, strings.Replace(goodConf, "    real_server 192.0.2.10 443 {\n", "    real_server 192.0.2.11 443 {\n    }\n    real_server 192.0.2.12 443 {\n    }\n    real_server 192.0.2.10 443 {\n", 1))
+	// Three virtual servers whose sorry servers name a method, which
+	// keepalived ignores: one difference, used three times.
+	var vss strings.Builder
+	for _, port := range []string{"444", "445", "446"} {
+		fmt.Fprintf(&vss, "virtual_server 192.0.2.1 %s {\n    protocol TCP\n    lvs_method DR\n    sorry_server 192.0.2.20 %s lvs_method NAT\n}\n", port, port)
+	}
+	many := writeConf(t, goodConf+vss.String())
 	tests := []struct {
 		name       string
 		args       []string
@@ -141,7 +148,7 @@ func TestConfigTestExitCodes(t *testing.T) {
 				"  no SNMP or DBus (use directorctl and the Prometheus metrics): enable_snmp_vrrp at " + lost + ":4\n" +
 				"  no ipvlan interface, and no base address on a virtual MAC's macvlan: use_vmac_addr at " + lost + ":8\n", ""},
 		{"a difference used three times, listed once", []string{"-t", "-f", many}, exitOK,
-			"  " + many + ":11: real_server (in virtual_server) (used 3 times, first here): a real server listed twice", ""},
+			"  " + many + ":19: sorry_server (in virtual_server) (used 3 times, first here): the words after the port", ""},
 		{"differences listed", []string{"-t", "-f", differs}, exitOK,
 			"differences from keepalived that this file relies on:\n  " + differs + ":3: no_accept (in vrrp_instance): a master drops traffic to and from its VIPs through keepalived's nftables tables", ""},
 		{"bad", []string{"-t", "-f", bad}, exitConfigTest, "", bad + ":3: error: virtual_router_id: \"300\" is not an integer from 1 to 255"},
