@@ -2,7 +2,6 @@ package ipvstest
 
 import (
 	"errors"
-	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -32,6 +31,10 @@ import (
 //     its timeout in whole seconds; connection timeouts are set in whole
 //     seconds rounded up, a zero leaving one as it is, and start at the
 //     kernel's 900, 120 and 300 s;
+//   - a service's destinations are listed in the kernel's order: a new
+//     one goes to the head (ip_vs_add_dest's list_add_rcu), an edited
+//     one keeps its place, so the order is the history of the table's
+//     additions, latest first, which the mh scheduler's table follows;
 //   - a destination reads back as it was given: a NAT destination on one
 //     of the director's own addresses stays NAT (it is not reported as
 //     IP_VS_CONN_F_LOCALNODE, whatever older documents say), and one of
@@ -122,7 +125,7 @@ func (k *Kernel) Table() ipvs.Table {
 	k.init()
 	t := make(ipvs.Table, len(k.t))
 	for key, vs := range k.t {
-		t[key] = &ipvs.VirtualService{Service: vs.Service, Dests: maps.Clone(vs.Dests)}
+		t[key] = vs.Clone()
 	}
 	return t
 }
@@ -160,15 +163,16 @@ func (k *Kernel) Service(key ipvs.ServiceKey) (ipvs.Service, error) {
 	return vs.Service, nil
 }
 
-// Destinations lists a service's destinations by address and port; the
-// kernel's dump of a missing service's is empty, not an error.
+// Destinations lists a service's destinations in the kernel's order, the
+// one added last first; the kernel's dump of a missing service's is
+// empty, not an error.
 func (k *Kernel) Destinations(key ipvs.ServiceKey) ([]ipvs.Destination, error) {
 	defer k.enter("Destinations")()
 	vs, ok := k.t[key]
 	if !ok {
 		return []ipvs.Destination{}, nil
 	}
-	return vs.SortedDests(), nil
+	return vs.OrderedDests(), nil
 }
 
 // Apply carries out ops in order, as the Client does: every op is tried,
@@ -240,12 +244,12 @@ func (k *Kernel) apply(o *ipvs.Op) syscall.Errno {
 		case d.LowerThreshold > d.UpperThreshold:
 			return syscall.ERANGE
 		}
-		vs.AddDest(d)
+		vs.PushDest(d)
 	case ipvs.DelDest:
 		if !there {
 			return syscall.ENOENT
 		}
-		delete(vs.Dests, d.Key())
+		vs.DelDest(d.Key())
 	}
 	return 0
 }
@@ -266,6 +270,7 @@ func normalService(s ipvs.Service) ipvs.Service {
 // normalDest is d as the kernel reports it back.
 func normalDest(d ipvs.Destination) ipvs.Destination {
 	d.Stats = ipvs.Stats{}
+	d.TableWeight = 0
 	d.ActiveConns, d.InactiveConns, d.PersistConns = 0, 0, 0
 	return d
 }
