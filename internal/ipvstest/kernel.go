@@ -2,7 +2,9 @@ package ipvstest
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -57,6 +59,31 @@ type Kernel struct {
 	daemons  map[ipvs.SyncState]ipvs.SyncDaemon
 	applied  []ipvs.Op
 	calls    map[string]int
+	sysctls  map[string]string
+}
+
+// Sysctls are the net.ipv4.vs settings the fake has, at the kernel's
+// defaults; another name is os.ErrNotExist, as its /proc/sys file.
+var Sysctls = map[string]string{"sloppy_tcp": "0", "sloppy_sctp": "0", "expire_nodest_conn": "0", "conntrack": "0"}
+
+// Sysctl reads a net.ipv4.vs setting.
+func (k *Kernel) Sysctl(name string) (string, error) {
+	defer k.enter("Sysctl")()
+	v, ok := k.sysctls[name]
+	if !ok {
+		return "", &os.PathError{Op: "open", Path: "/proc/sys/net/ipv4/vs/" + name, Err: os.ErrNotExist}
+	}
+	return v, nil
+}
+
+// SetSysctl writes a net.ipv4.vs setting.
+func (k *Kernel) SetSysctl(name, value string) error {
+	defer k.enter("SetSysctl")()
+	if _, ok := k.sysctls[name]; !ok {
+		return &os.PathError{Op: "open", Path: "/proc/sys/net/ipv4/vs/" + name, Err: os.ErrNotExist}
+	}
+	k.sysctls[name] = value
+	return nil
 }
 
 // Schedulers are the schedulers the guest's kernel (Debian's 6.1) has;
@@ -83,6 +110,7 @@ func (k *Kernel) init() {
 		k.timeouts = DefaultTimeouts
 		k.daemons = map[ipvs.SyncState]ipvs.SyncDaemon{}
 		k.calls = map[string]int{}
+		k.sysctls = maps.Clone(Sysctls)
 	}
 }
 
