@@ -62,10 +62,16 @@ func TestLVSMaglevAgreesWhateverTheHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		l0.Close()
-		if got := kernelOrder(t, adopted); got != "10.0.0.3:80=1 10.0.0.2:80=1 10.0.0.1:80=2" {
+		// ... and 10.0.0.1 flapped.
+		flap := l0.Want()[ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:80"))]
+		one := flap.Dests[ipvs.DestKey{Addr: netip.MustParseAddr("10.0.0.1"), Port: 80}]
+		if err := adopted.Apply([]ipvs.Op{{Kind: ipvs.DelDest, Service: flap.Service, Dest: one}, {Kind: ipvs.AddDest, Service: flap.Service, Dest: one}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := kernelOrder(t, adopted); got != "10.0.0.1:80=2 10.0.0.3:80=1 10.0.0.2:80=1" {
 			t.Fatalf("the other history: %s", got)
 		}
-		const want = "10.0.0.1:80=2 10.0.0.2:80=1 10.0.0.3:80=1"
+		const want = "10.0.0.3:80=1 10.0.0.2:80=1 10.0.0.1:80=2"
 		var ls []*LVS
 		var stops []func() error
 		for _, k := range []*fakeKernel{adopted, fresh} {
@@ -84,7 +90,7 @@ func TestLVSMaglevAgreesWhateverTheHistory(t *testing.T) {
 		applied := len(k.Applied())
 		ls[1].Report(t.Context(), 0, 1, RealState{Alive: false, Weight: 2})
 		synctest.Wait()
-		if got := kernelOrder(t, k); got != "10.0.0.1:80=0 10.0.0.2:80=1 10.0.0.3:80=1" {
+		if got := kernelOrder(t, k); got != "10.0.0.3:80=1 10.0.0.2:80=1 10.0.0.1:80=0" {
 			t.Errorf("after 10.0.0.1 failed: %s", got)
 		}
 		ops := k.Applied()[applied:]
@@ -106,7 +112,7 @@ func TestLVSMaglevAgreesWhateverTheHistory(t *testing.T) {
 		}
 		_, stop := running(t, l)
 		stops = append(stops, stop)
-		if got := kernelOrder(t, late); got != "10.0.0.1:80=2 10.0.0.2:80=0 10.0.0.3:80=1" {
+		if got := kernelOrder(t, late); got != "10.0.0.3:80=1 10.0.0.2:80=0 10.0.0.1:80=2" {
 			t.Errorf("started with 10.0.0.2 down: %s", got)
 		}
 		var up bool
@@ -125,7 +131,7 @@ func TestLVSMaglevAgreesWhateverTheHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if got := kernelOrder(t, k); got != "10.0.0.1:80=2 10.0.0.3:80=1" {
+		if got := kernelOrder(t, k); got != "10.0.0.3:80=1 10.0.0.1:80=2" {
 			t.Errorf("after 10.0.0.2 was removed: %s", got)
 		}
 		if ops := k.Applied()[applied:]; len(ops) != 1 || ops[0].Kind != ipvs.DelDest {

@@ -89,9 +89,9 @@ func TestSyncOrdersMaglevDestinations(t *testing.T) {
 			"add service TCP 192.0.2.2:80 (rr)",
 			"add destination 10.0.0.1:80 of TCP 192.0.2.2:80 (route, weight 1)",
 			"add destination 10.0.0.2:80 of TCP 192.0.2.2:80 (route, weight 1)",
-			"add destination 10.0.0.3:80 of TCP 192.0.2.1:80 (route, weight 1)",
-			"add destination 10.0.0.2:80 of TCP 192.0.2.1:80 (route, weight 2)",
 			"add destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)",
+			"add destination 10.0.0.2:80 of TCP 192.0.2.1:80 (route, weight 2)",
+			"add destination 10.0.0.3:80 of TCP 192.0.2.1:80 (route, weight 1)",
 		}},
 		{"another history: added 3, 1, 2", []ipvs.Op{
 			{Kind: ipvs.AddService, Service: mh},
@@ -102,9 +102,9 @@ func TestSyncOrdersMaglevDestinations(t *testing.T) {
 			{Kind: ipvs.AddDest, Service: rr, Dest: dest("10.0.0.1:80", 1)},
 			{Kind: ipvs.AddDest, Service: rr, Dest: dest("10.0.0.2:80", 1)},
 		}, []string{
-			// The kernel lists 2 1 3: 2 3 stay, 1 goes in front.
-			"delete destination 10.0.0.1:80 of TCP 192.0.2.1:80",
-			"add destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)",
+			// The kernel lists 2 1 3: 2 1 stay, 3 goes in front.
+			"delete destination 10.0.0.3:80 of TCP 192.0.2.1:80",
+			"add destination 10.0.0.3:80 of TCP 192.0.2.1:80 (route, weight 1)",
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -118,8 +118,8 @@ func TestSyncOrdersMaglevDestinations(t *testing.T) {
 			if got := kinds(res.Ops); !slices.Equal(got, c.ops) {
 				t.Errorf("ops:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.ops, "\n"))
 			}
-			if got := order(t, k, mh); got != "1 2 3" {
-				t.Errorf("mh order %q, want 1 2 3", got)
+			if got := order(t, k, mh); got != "3 2 1" {
+				t.Errorf("mh order %q, want 3 2 1", got)
 			}
 			r.Invalidate()
 			if res, err := r.Sync(want); err != nil || len(res.Ops) != 0 {
@@ -151,23 +151,24 @@ func TestSyncKeepsMaglevOrderThroughChanges(t *testing.T) {
 	}
 	sync(table(mh, dest("10.0.0.1:80", 1), dest("10.0.0.3:80", 1)),
 		"add service TCP 192.0.2.1:80 (mh, flags flag-1,flag-2)",
-		"add destination 10.0.0.3:80 of TCP 192.0.2.1:80 (route, weight 1)",
-		"add destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)")
+		"add destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)",
+		"add destination 10.0.0.3:80 of TCP 192.0.2.1:80 (route, weight 1)")
 	sync(table(mh, dest("10.0.0.1:80", 0), dest("10.0.0.3:80", 1)),
 		"edit destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 0)")
 	sync(table(mh, dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1), dest("10.0.0.3:80", 1)),
+		"edit destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)",
 		"add destination 10.0.0.2:80 of TCP 192.0.2.1:80 (route, weight 1)",
-		"delete destination 10.0.0.1:80 of TCP 192.0.2.1:80",
-		"add destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)")
+		"delete destination 10.0.0.3:80 of TCP 192.0.2.1:80",
+		"add destination 10.0.0.3:80 of TCP 192.0.2.1:80 (route, weight 1)")
 	sync(table(mh, dest("10.0.0.2:80", 1), dest("10.0.0.3:80", 1)),
 		"delete destination 10.0.0.1:80 of TCP 192.0.2.1:80")
-	// Someone (ipvsadm) deletes and adds 3 again: it is at the head.
-	apply(t, k, ipvs.Op{Kind: ipvs.DelDest, Service: mh, Dest: dest("10.0.0.3:80", 1)},
-		ipvs.Op{Kind: ipvs.AddDest, Service: mh, Dest: dest("10.0.0.3:80", 1)})
+	// Someone (ipvsadm) deletes and adds 2 again: it is at the head.
+	apply(t, k, ipvs.Op{Kind: ipvs.DelDest, Service: mh, Dest: dest("10.0.0.2:80", 1)},
+		ipvs.Op{Kind: ipvs.AddDest, Service: mh, Dest: dest("10.0.0.2:80", 1)})
 	r.Invalidate()
 	sync(table(mh, dest("10.0.0.2:80", 1), dest("10.0.0.3:80", 1)),
-		"delete destination 10.0.0.2:80 of TCP 192.0.2.1:80",
-		"add destination 10.0.0.2:80 of TCP 192.0.2.1:80 (route, weight 1)")
+		"delete destination 10.0.0.3:80 of TCP 192.0.2.1:80",
+		"add destination 10.0.0.3:80 of TCP 192.0.2.1:80 (route, weight 1)")
 }
 
 // TestSyncAddsAHeldMaglevDestinationAtItsTableWeight: a destination
@@ -184,9 +185,9 @@ func TestSyncAddsAHeldMaglevDestinationAtItsTableWeight(t *testing.T) {
 	}
 	want := []string{
 		"add service TCP 192.0.2.1:80 (mh, flags flag-1,flag-2)",
+		"add destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)",
 		"add destination 10.0.0.2:80 of TCP 192.0.2.1:80 (route, weight 3)",
 		"edit destination 10.0.0.2:80 of TCP 192.0.2.1:80 (route, weight 0)",
-		"add destination 10.0.0.1:80 of TCP 192.0.2.1:80 (route, weight 1)",
 	}
 	if got := kinds(res.Ops); !slices.Equal(got, want) {
 		t.Errorf("ops:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -235,12 +235,16 @@ func Diff(want, have Table, owned func(ServiceKey) bool) []Op {
 func Ordered(s *Service) bool { return s.Scheduler == "mh" }
 
 // CanonicalOrder is the order Diff gives an ordered service's
-// destinations, head first: by address and port, a function of the set
-// of destinations alone, so the same on every director whatever order
-// their configurations list them in.
+// destinations, head first: by address and port, the highest first, a
+// function of the set of destinations alone, so the same on every
+// director whatever order their configurations list them in. Highest
+// first is the order the kernel's head insertion makes of destinations
+// added lowest first: keepalived's table for a configuration that lists
+// its real servers by address is adopted as it is, and a new real server
+// of a higher address than the others costs one addition.
 func CanonicalOrder(vs *VirtualService) []DestKey {
 	keys := slices.Collect(maps.Keys(vs.Dests))
-	slices.SortFunc(keys, compareDestKeys)
+	slices.SortFunc(keys, func(a, b DestKey) int { return compareDestKeys(b, a) })
 	return keys
 }
 
