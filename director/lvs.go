@@ -377,6 +377,10 @@ func (l *LVS) Run(ctx context.Context) error {
 			for _, o := range res.Ops {
 				l.log.Debug("ipvs", "op", o.String())
 			}
+			for _, m := range reordered(res.Ops) {
+				l.log.Info("ipvs: Maglev destinations put back in their order (the kernel's differed)",
+					"service", m.key.String(), "moved", m.moved)
+			}
 			if first {
 				close(l.synced)
 				first = false

@@ -1,6 +1,7 @@
 package director
 
 import (
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -74,8 +75,9 @@ func TestLVSMaglevAgreesWhateverTheHistory(t *testing.T) {
 		const want = "10.0.0.3:80=1 10.0.0.2:80=1 10.0.0.1:80=2"
 		var ls []*LVS
 		var stops []func() error
+		logs := &records{}
 		for _, k := range []*fakeKernel{adopted, fresh} {
-			l, err := NewLVS(parse(t, maglevConf), k, nil)
+			l, err := NewLVS(parse(t, maglevConf), k, slog.New(logs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,6 +86,22 @@ func TestLVSMaglevAgreesWhateverTheHistory(t *testing.T) {
 			if got := kernelOrder(t, k); got != want {
 				t.Errorf("programmed: %s, want %s", got, want)
 			}
+		}
+		// The adopted table's repair is logged, once; the fresh one's
+		// programming is no repair.
+		var repairs []string
+		logs.mu.Lock()
+		for _, r := range logs.rs {
+			if strings.Contains(r.Message, "put back in their order") {
+				r.Attrs(func(a slog.Attr) bool {
+					repairs = append(repairs, a.Key+"="+a.Value.String())
+					return true
+				})
+			}
+		}
+		logs.mu.Unlock()
+		if got := strings.Join(repairs, " "); got != "service=TCP 192.0.2.1:80 moved=2" {
+			t.Errorf("repairs logged: %q, want the adopted one's: 1 stays at the tail, 3 and 2 go before it", got)
 		}
 		k := fresh
 		// 10.0.0.1 fails: weight 0, in its place; and comes back.

@@ -3,6 +3,8 @@ package director
 import (
 	"os"
 	"strings"
+
+	"github.com/directord/directord/ipvs"
 )
 
 // Sysctls reads and writes the kernel's IPVS settings, net.ipv4.vs.NAME;
@@ -24,6 +26,32 @@ func (procSysctls) Sysctl(name string) (string, error) {
 
 func (procSysctls) SetSysctl(name, value string) error {
 	return os.WriteFile(ipvsSysctlDir+name, []byte(value), 0o644)
+}
+
+// reorder is one service whose destinations a sync moved.
+type reorder struct {
+	key   ipvs.ServiceKey
+	moved int
+}
+
+// reordered are the services whose destinations ops moved, each deleted
+// and added again at once (ipvs.Diff's repair of a Maglev service's
+// order), in the order of ops.
+func reordered(ops []ipvs.Op) []reorder {
+	var out []reorder
+	for i := 0; i+1 < len(ops); i++ {
+		d, a := &ops[i], &ops[i+1]
+		if d.Kind != ipvs.DelDest || a.Kind != ipvs.AddDest || d.Service.ServiceKey != a.Service.ServiceKey || d.Dest.Key() != a.Dest.Key() {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].key == d.Service.ServiceKey {
+			out[n-1].moved++
+		} else {
+			out = append(out, reorder{key: d.Service.ServiceKey, moved: 1})
+		}
+		i++
+	}
+	return out
 }
 
 // sloppySysctls are the settings that make IPVS schedule a connection
