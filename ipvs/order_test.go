@@ -193,3 +193,18 @@ func TestSyncAddsAHeldMaglevDestinationAtItsTableWeight(t *testing.T) {
 		t.Errorf("ops:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestOrderOfALiteral: a service whose Dests were filled without AddDest
+// lists them all, those of its Order first.
+func TestOrderOfALiteral(t *testing.T) {
+	a, b, c := dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1), dest("10.0.0.3:80", 1)
+	vs := &ipvs.VirtualService{Dests: map[ipvs.DestKey]ipvs.Destination{a.Key(): a, b.Key(): b, c.Key(): c},
+		Order: []ipvs.DestKey{c.Key(), {}}}
+	var got []string
+	for _, d := range vs.OrderedDests() {
+		got = append(got, d.Addr.String())
+	}
+	if want := []string{"10.0.0.3", "10.0.0.1", "10.0.0.2"}; !slices.Equal(got, want) {
+		t.Errorf("OrderedDests %v, want %v", got, want)
+	}
+}

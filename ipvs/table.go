@@ -73,11 +73,36 @@ func (vs *VirtualService) DelDest(k DestKey) {
 
 // OrderedDests are the service's destinations in its order.
 func (vs *VirtualService) OrderedDests() []Destination {
-	ds := make([]Destination, 0, len(vs.Order))
-	for _, k := range vs.Order {
+	ks := vs.keys()
+	ds := make([]Destination, 0, len(ks))
+	for _, k := range ks {
 		ds = append(ds, vs.Dests[k])
 	}
 	return ds
+}
+
+// keys are the destinations' keys in the service's order. A service
+// built without AddDest (a literal's Dests) has destinations Order
+// lacks: they come last, by address and port, and a key of Order that
+// Dests lacks is left out.
+func (vs *VirtualService) keys() []DestKey {
+	if len(vs.Order) == len(vs.Dests) {
+		return vs.Order
+	}
+	seen := make(map[DestKey]bool, len(vs.Order))
+	out := make([]DestKey, 0, len(vs.Dests))
+	for _, k := range vs.Order {
+		if _, ok := vs.Dests[k]; ok && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, d := range vs.SortedDests() {
+		if !seen[d.Key()] {
+			out = append(out, d.Key())
+		}
+	}
+	return out
 }
 
 // Clone is a copy of vs that shares nothing with it.
@@ -287,7 +312,7 @@ func orderedDests(w, h *VirtualService) []Op {
 	want := CanonicalOrder(w)
 	var have []DestKey
 	if h != nil {
-		for _, k := range h.Order {
+		for _, k := range h.keys() {
 			if _, ok := w.Dests[k]; ok {
 				have = append(have, k)
 			}
@@ -325,7 +350,7 @@ func orderedDests(w, h *VirtualService) []Op {
 		ops = append(ops, Op{Kind: AddDest, Service: w.Service, Dest: d})
 	}
 	if h != nil {
-		for _, k := range h.Order {
+		for _, k := range h.keys() {
 			if _, ok := w.Dests[k]; !ok {
 				ops = append(ops, Op{Kind: DelDest, Service: w.Service, Dest: h.Dests[k]})
 			}
