@@ -50,6 +50,12 @@ type LVS struct {
 	// bound the wait before a failed change is tried again.
 	Resync, RetryMin, RetryMax time.Duration
 
+	// Sysctls are the kernel's net.ipv4.vs settings (sloppy_tcp and
+	// sloppy_sctp, set while a virtual server is announced by BGP); set
+	// it before Run, the default is /proc/sys.
+	Sysctls Sysctls
+	sloppy  map[string]sloppyHeld
+
 	want    ipvs.Table // what the pools want, kept between changes
 	updates chan update
 
@@ -139,6 +145,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 		k: k, log: log, cfg: cfg, pools: pools,
 		rec:      ipvs.NewReconciler(k),
 		syncd:    NewSyncDaemons(k, cfg.Global.SyncDaemon, log),
+		Sysctls:  procSysctls{},
 		Resync:   30 * time.Second,
 		RetryMin: time.Second,
 		RetryMax: 30 * time.Second,
@@ -149,6 +156,11 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 		kick:     make(chan struct{}, 1),
 		synced:   make(chan struct{}),
 		stopped:  make(chan struct{}),
+	}
+	if s, ok := k.(Sysctls); ok {
+		// A kernel that has its own settings (the tests' fake, a
+		// namespace's) keeps them.
+		l.Sysctls = s
 	}
 	for _, p := range pools {
 		l.states = append(l.states, p.InitialStates())
@@ -357,12 +369,17 @@ func (l *LVS) Run(ctx context.Context) error {
 				continue
 			}
 			backoff = l.RetryMin
+			l.applySloppy(l.announces())
 			l.serving(true)
 			if len(res.Ops) > 0 || first {
 				l.log.Info("ipvs table programmed", "ops", len(res.Ops), "read_kernel", res.Read)
 			}
 			for _, o := range res.Ops {
 				l.log.Debug("ipvs", "op", o.String())
+			}
+			for _, m := range reordered(res.Ops) {
+				l.log.Info("ipvs: Maglev destinations put back in their order (the kernel's differed)",
+					"service", m.key.String(), "moved", m.moved)
 			}
 			if first {
 				close(l.synced)
@@ -463,6 +480,9 @@ func (l *LVS) stop() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, l.tmo.restore(l.k))
+	if !l.KeepOnStop {
+		l.applySloppy(false)
+	}
 	if d := l.syncd.FlushWait(); d > 0 {
 		// The peer taking over needs the connections of our last
 		// seconds, which the kernel sends within this.

@@ -89,7 +89,9 @@ func (p *Pool) Write(states []RealState, drained map[netip.AddrPort]bool, t ipvs
 		vs := t.Add(s)
 		for i, rs := range p.VS.RealServers {
 			if pl := w.Reals[i]; pl.In {
-				vs.AddDest(destOf(portFor(rs.Addr, rs.Method, k), rs.Method, pl.Weight, rs.UThreshold, rs.LThreshold))
+				d := destOf(portFor(rs.Addr, rs.Method, k), rs.Method, pl.Weight, rs.UThreshold, rs.LThreshold)
+				d.TableWeight = int32(pl.TableWeight)
+				vs.AddDest(d)
 			}
 		}
 		if sorry == nil || !w.Sorry.In {

@@ -180,6 +180,10 @@ type PoolStatus struct {
 	VS       *config.VirtualServer
 	QuorumUp bool
 	Reals    []RealStatus
+	// Digest fingerprints the pool's services as the kernel holds them
+	// (ipvs.Reconciler.Digest): the same on every director that holds
+	// the same table; "" while that is not known.
+	Digest string
 }
 
 // RealStatus is a real server's state in its pool.
@@ -199,7 +203,7 @@ func (l *LVS) Status(ctx context.Context) ([]PoolStatus, []netip.AddrPort, error
 	var drained []netip.AddrPort
 	err := l.do(ctx, func() {
 		for i, p := range l.pools {
-			ps := PoolStatus{VS: p.VS, QuorumUp: p.quorumUp}
+			ps := PoolStatus{VS: p.VS, QuorumUp: p.quorumUp, Digest: l.rec.Digest(p.Keys)}
 			w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
 			for j, rs := range p.VS.RealServers {
 				r := RealStatus{Addr: rs.Addr, Alive: l.states[i][j].Alive, Drained: l.drained[rs.Addr],

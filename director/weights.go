@@ -18,6 +18,10 @@ import (
 type Place struct {
 	In     bool
 	Weight int
+	// TableWeight is, for a real server of a Maglev service that holds
+	// its table (holdsTable), the weight the kernel's table is built
+	// from: its Weight, or while that is 0, the weight it would have up.
+	TableWeight int
 }
 
 // Weights is what Weigh decides for one virtual server.
@@ -51,6 +55,12 @@ type Weights struct {
 //   - Otherwise (dead, or alive while the sorry server stands in for the
 //     pool) it is out, or in at weight 0 with inhibit_on_failure
 //     (ipvs_cmd turns the removal into an edit to weight 0).
+//   - A virtual server of lvs_sched mh with mh-fallback holds its
+//     Maglev table (holdsTable, a directord difference): a real server
+//     keepalived would remove is in at weight 0 instead, as with
+//     inhibit_on_failure, so that the kernel keeps its slots in the
+//     table and mh-fallback sends its flows on; every place gets a
+//     TableWeight.
 //   - Without quorum the sorry server is in at weight 1 (its
 //     effective_weight, alloc_ssvr); with quorum it is out, or in at
 //     weight 0 with sorry_server_inhibit (init_service_vs), unless it is
@@ -58,20 +68,28 @@ type Weights struct {
 func Weigh(vs *config.VirtualServer, health []RealState, drained map[netip.AddrPort]bool, quorumUp bool) Weights {
 	w := Weights{Reals: make([]Place, len(vs.RealServers))}
 	sorry := vs.SorryServer
+	hold := holdsTable(vs)
 	for i, rs := range vs.RealServers {
 		st := RealState{Alive: true, Weight: rs.Weight}
 		if i < len(health) {
 			st = health[i]
 		}
 		weight := realWeight(st.Weight)
+		table := 0
+		if hold {
+			table = weight
+			if table == 0 {
+				table = realWeight(rs.Weight)
+			}
+		}
 		if drained[rs.Addr] {
 			weight = 0
 		}
 		switch {
 		case st.Alive && (quorumUp || sorry == nil):
-			w.Reals[i] = Place{In: true, Weight: weight}
-		case rs.InhibitOnFailure:
-			w.Reals[i] = Place{In: true}
+			w.Reals[i] = Place{In: true, Weight: weight, TableWeight: table}
+		case rs.InhibitOnFailure || hold:
+			w.Reals[i] = Place{In: true, TableWeight: table}
 		}
 		if st.Alive {
 			w.Sum += weight
@@ -93,6 +111,28 @@ func Weigh(vs *config.VirtualServer, health []RealState, drained map[netip.AddrP
 		w.SorryYields = true
 	}
 	return w
+}
+
+// holdsTable tells whether vs is a Maglev service (lvs_sched mh) with
+// mh-fallback (flag-1): one whose real servers stay in the kernel's
+// table at weight 0 when keepalived would remove them. The mh table is
+// built from every destination of non-zero last weight in the list's
+// order, so a removal moves flows of the servers that stay, differently
+// on directors that saw different histories; a destination at weight 0
+// keeps its slots (the kernel keeps its last non-zero weight) and
+// mh-fallback sends the flows that hash to it on to the next available
+// server (ip_vs_mh_get_fallback). Without mh-fallback those flows would
+// be dropped, so such a service removes as keepalived does.
+func holdsTable(vs *config.VirtualServer) bool {
+	if vs.Scheduler != "mh" {
+		return false
+	}
+	for _, f := range vs.SchedFlags {
+		if f == "mh-fallback" || f == "flag-1" {
+			return true
+		}
+	}
+	return false
 }
 
 // duplicates tells whether vs's sorry server is also one of its real

@@ -126,7 +126,7 @@ func TestWeigh(t *testing.T) {
 // counts as alive at its configured weight.
 func TestWeighMissingHealth(t *testing.T) {
 	got := Weigh(weighVS(false, "", false, 1, 0), nil, nil, true)
-	want := Weights{Reals: []Place{{true, 3}, {true, 2}}, Sum: 5}
+	want := Weights{Reals: []Place{{In: true, Weight: 3}, {In: true, Weight: 2}}, Sum: 5}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -294,4 +294,42 @@ virtual_server 192.0.2.1 80 {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestWeighMaglevHoldsItsTable: a virtual server of lvs_sched mh with
+// mh-fallback keeps a real server keepalived would remove in the table at
+// weight 0, with the weight its Maglev slots are built from; without
+// mh-fallback, or with another scheduler, Weigh is keepalived's.
+func TestWeighMaglevHoldsItsTable(t *testing.T) {
+	vs := func(sched string, flags ...string) *config.VirtualServer {
+		v := weighVS(false, "", false, 0, 0)
+		v.Scheduler, v.SchedFlags = sched, flags
+		return v
+	}
+	a := netip.MustParseAddrPort("10.0.0.1:80")
+	tests := []struct {
+		name    string
+		vs      *config.VirtualServer
+		first   RealState
+		drained bool
+		want    Place
+	}{
+		{"mh-fallback, alive", vs("mh", "mh-fallback"), RealState{Alive: true, Weight: 3}, false, Place{In: true, Weight: 3, TableWeight: 3}},
+		{"mh-fallback, dead: held at 0", vs("mh", "mh-fallback", "mh-port"), RealState{Weight: 3}, false, Place{In: true, TableWeight: 3}},
+		{"flag-1 is mh-fallback", vs("mh", "flag-1"), RealState{Weight: 3}, false, Place{In: true, TableWeight: 3}},
+		{"mh-fallback, drained", vs("mh", "mh-fallback"), RealState{Alive: true, Weight: 3}, true, Place{In: true, TableWeight: 3}},
+		{"mh-fallback, misc_dynamic 0: the configured weight", vs("mh", "mh-fallback"), RealState{Alive: true, Weight: 0}, false, Place{In: true, TableWeight: 3}},
+		{"mh-fallback, misc_dynamic 7", vs("mh", "mh-fallback"), RealState{Alive: true, Weight: 7}, false, Place{In: true, Weight: 7, TableWeight: 7}},
+		{"mh without mh-fallback, dead: removed", vs("mh", "mh-port"), RealState{Weight: 3}, false, Place{}},
+		{"sh with sh-fallback, dead: removed", vs("sh", "sh-fallback"), RealState{Weight: 3}, false, Place{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			drained := map[netip.AddrPort]bool{a: tt.drained}
+			w := Weigh(tt.vs, []RealState{tt.first, {Alive: true, Weight: 2}}, drained, true)
+			if w.Reals[0] != tt.want {
+				t.Errorf("first: %+v, want %+v", w.Reals[0], tt.want)
+			}
+		})
+	}
 }

@@ -134,3 +134,16 @@ func (r *Reconciler) read() (Table, error) {
 	}
 	return t, nil
 }
+
+// Digest is the Digest of services keys as the kernel holds them, from
+// the reconciler's copy of the kernel's table: the table it read back at
+// its last read (the start, every resync, after a failure) and the
+// operations the kernel acknowledged since. It is "" while that copy is
+// not known to be true (before the first Sync, or after a failure until
+// the next).
+func (r *Reconciler) Digest(keys []ServiceKey) string {
+	if !r.fresh {
+		return ""
+	}
+	return Digest(r.have, keys)
+}

@@ -187,6 +187,13 @@ type Destination struct {
 	Port    uint16
 	Forward Forward
 	Weight  int32
+	// TableWeight is wanted only, for a destination of an ordered (mh)
+	// service held at Weight 0: the weight the kernel builds its Maglev
+	// table from, its last_weight, which the kernel keeps from the last
+	// non-zero weight it was given and never reports. Diff adds such a
+	// destination at TableWeight and sets it to 0 at once, so that the
+	// table is the one of a director where it was up before it failed.
+	TableWeight int32
 	// UpperThreshold and LowerThreshold bound the destination's
 	// connections; 0 means no bound.
 	UpperThreshold uint32

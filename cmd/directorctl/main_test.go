@@ -127,6 +127,7 @@ func sampleStatus() control.Status {
 		}},
 		VirtualServers: []control.VirtualServer{{
 			Name: "192.0.2.1 443", Position: "keepalived.conf:30", Protocol: "TCP", Scheduler: "wrr", Forwarding: "DR", QuorumUp: true,
+			Digest: "sha256:0123456789abcdef",
 			Reals: []control.Real{
 				{Addr: "10.0.0.1:443", Alive: true, Weight: 3, EffectiveWeight: 3, Checks: []control.Check{
 					{Type: "SSL_GET", Result: "up", Latency: 1200 * time.Microsecond, At: t0.Add(2*time.Hour - 2*time.Second)},
@@ -188,6 +189,8 @@ func TestCommands(t *testing.T) {
 		wantDrains map[string]bool
 	}{
 		{name: "status", args: []string{"status"}, wantOut: []string{"directord 1.2.3, pid 4242", "VI_1", "10.0.0.2:443  drained (up)"}},
+		{name: "status with the ipvs digest", args: []string{"status"},
+			wantOut: []string{"  192.0.2.1 443 (keepalived.conf:30): TCP, wrr, DR, quorum up\n    ipvs digest sha256:0123456789abcdef\n"}},
 		{name: "status of a suspended check", args: []string{"status"},
 			wantOut: []string{"ago, suspended (ha_suspend)"}},
 		{name: "status of an unchecked real server", args: []string{"status"},

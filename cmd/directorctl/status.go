@@ -60,6 +60,10 @@ func writeStatus(w io.Writer, st control.Status, now time.Time) error {
 			quorum = "quorum DOWN"
 		}
 		p("  %s (%s): %s, %s, %s, %s\n", vs.Name, vs.Position, vs.Protocol, vs.Scheduler, vs.Forwarding, quorum)
+		if vs.Digest != "" {
+			// The same on every director that programs the same table.
+			p("    ipvs digest %s\n", vs.Digest)
+		}
 		if len(vs.Reals) == 0 {
 			p("    no real servers\n")
 			continue

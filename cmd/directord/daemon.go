@@ -431,6 +431,10 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		return fmt.Errorf("virtual servers: %w", err)
 	}
 	lvs.KeepOnStop = d.o.keepIPVS
+	if opts != nil {
+		// sloppy_tcp and sloppy_sctp are the IPVS namespace's.
+		lvs.Sysctls = director.NamespaceSysctls(opts.NetNS)
+	}
 	if d.scripts != nil {
 		lvs.ShareScripts(d.scripts)
 	}

@@ -88,7 +88,7 @@ func (d *daemon) Status() control.Status {
 		}
 		for pi, p := range pools {
 			vs := control.VirtualServer{Name: vsName(p.VS), Position: p.VS.Pos.String(), Protocol: p.VS.Protocol.String(),
-				Scheduler: p.VS.Scheduler, Forwarding: p.VS.Method.Kind.String(), QuorumUp: p.QuorumUp, Reals: []control.Real{}}
+				Scheduler: p.VS.Scheduler, Forwarding: p.VS.Method.Kind.String(), QuorumUp: p.QuorumUp, Digest: p.Digest, Reals: []control.Real{}}
 			for ri, r := range p.Reals {
 				cs := checks[where{pi, ri}]
 				if cs == nil {

@@ -116,7 +116,12 @@ type VirtualServer struct {
 	Scheduler  string `json:"scheduler"`
 	Forwarding string `json:"forwarding"` // DR, NAT, TUN
 	QuorumUp   bool   `json:"quorum_up"`
-	Reals      []Real `json:"reals"`
+	// Digest fingerprints the virtual server's IPVS services as the
+	// kernel holds them (scheduler, flags, destinations in order, weights:
+	// docs/ipvs.md): directors that agree have the same; "" while the
+	// kernel's table is not known.
+	Digest string `json:"digest,omitempty"`
+	Reals  []Real `json:"reals"`
 }
 
 // Real is one real server of a virtual server.

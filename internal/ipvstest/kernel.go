@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -32,6 +33,10 @@ import (
 //     its timeout in whole seconds; connection timeouts are set in whole
 //     seconds rounded up, a zero leaving one as it is, and start at the
 //     kernel's 900, 120 and 300 s;
+//   - a service's destinations are listed in the kernel's order: a new
+//     one goes to the head (ip_vs_add_dest's list_add_rcu), an edited
+//     one keeps its place, so the order is the history of the table's
+//     additions, latest first, which the mh scheduler's table follows;
 //   - a destination reads back as it was given: a NAT destination on one
 //     of the director's own addresses stays NAT (it is not reported as
 //     IP_VS_CONN_F_LOCALNODE, whatever older documents say), and one of
@@ -54,6 +59,31 @@ type Kernel struct {
 	daemons  map[ipvs.SyncState]ipvs.SyncDaemon
 	applied  []ipvs.Op
 	calls    map[string]int
+	sysctls  map[string]string
+}
+
+// Sysctls are the net.ipv4.vs settings the fake has, at the kernel's
+// defaults; another name is os.ErrNotExist, as its /proc/sys file.
+var Sysctls = map[string]string{"sloppy_tcp": "0", "sloppy_sctp": "0", "expire_nodest_conn": "0", "conntrack": "0"}
+
+// Sysctl reads a net.ipv4.vs setting.
+func (k *Kernel) Sysctl(name string) (string, error) {
+	defer k.enter("Sysctl")()
+	v, ok := k.sysctls[name]
+	if !ok {
+		return "", &os.PathError{Op: "open", Path: "/proc/sys/net/ipv4/vs/" + name, Err: os.ErrNotExist}
+	}
+	return v, nil
+}
+
+// SetSysctl writes a net.ipv4.vs setting.
+func (k *Kernel) SetSysctl(name, value string) error {
+	defer k.enter("SetSysctl")()
+	if _, ok := k.sysctls[name]; !ok {
+		return &os.PathError{Op: "open", Path: "/proc/sys/net/ipv4/vs/" + name, Err: os.ErrNotExist}
+	}
+	k.sysctls[name] = value
+	return nil
 }
 
 // Schedulers are the schedulers the guest's kernel (Debian's 6.1) has;
@@ -80,6 +110,7 @@ func (k *Kernel) init() {
 		k.timeouts = DefaultTimeouts
 		k.daemons = map[ipvs.SyncState]ipvs.SyncDaemon{}
 		k.calls = map[string]int{}
+		k.sysctls = maps.Clone(Sysctls)
 	}
 }
 
@@ -122,7 +153,7 @@ func (k *Kernel) Table() ipvs.Table {
 	k.init()
 	t := make(ipvs.Table, len(k.t))
 	for key, vs := range k.t {
-		t[key] = &ipvs.VirtualService{Service: vs.Service, Dests: maps.Clone(vs.Dests)}
+		t[key] = vs.Clone()
 	}
 	return t
 }
@@ -160,15 +191,16 @@ func (k *Kernel) Service(key ipvs.ServiceKey) (ipvs.Service, error) {
 	return vs.Service, nil
 }
 
-// Destinations lists a service's destinations by address and port; the
-// kernel's dump of a missing service's is empty, not an error.
+// Destinations lists a service's destinations in the kernel's order, the
+// one added last first; the kernel's dump of a missing service's is
+// empty, not an error.
 func (k *Kernel) Destinations(key ipvs.ServiceKey) ([]ipvs.Destination, error) {
 	defer k.enter("Destinations")()
 	vs, ok := k.t[key]
 	if !ok {
 		return []ipvs.Destination{}, nil
 	}
-	return vs.SortedDests(), nil
+	return vs.OrderedDests(), nil
 }
 
 // Apply carries out ops in order, as the Client does: every op is tried,
@@ -240,12 +272,12 @@ func (k *Kernel) apply(o *ipvs.Op) syscall.Errno {
 		case d.LowerThreshold > d.UpperThreshold:
 			return syscall.ERANGE
 		}
-		vs.AddDest(d)
+		vs.PushDest(d)
 	case ipvs.DelDest:
 		if !there {
 			return syscall.ENOENT
 		}
-		delete(vs.Dests, d.Key())
+		vs.DelDest(d.Key())
 	}
 	return 0
 }
@@ -266,6 +298,7 @@ func normalService(s ipvs.Service) ipvs.Service {
 // normalDest is d as the kernel reports it back.
 func normalDest(d ipvs.Destination) ipvs.Destination {
 	d.Stats = ipvs.Stats{}
+	d.TableWeight = 0
 	d.ActiveConns, d.InactiveConns, d.PersistConns = 0, 0, 0
 	return d
 }

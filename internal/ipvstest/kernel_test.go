@@ -58,6 +58,7 @@ func sequence() []step {
 	fwm := ipvs.Service{ServiceKey: ipvs.MarkKey(ipvs.IPv4, 7), Scheduler: "sh", Flags: ipvs.SchedFlag1 | ipvs.SchedFlag2}
 	allPorts := ipvs.Service{ServiceKey: key(ipvs.TCP, "192.0.2.3:0"), Scheduler: "rr", Flags: ipvs.Persistent, Timeout: 300 * time.Second}
 	noPersist := ipvs.Service{ServiceKey: key(ipvs.TCP, "192.0.2.4:80"), Scheduler: "rr", Timeout: 120 * time.Second}
+	mh := ipvs.Service{ServiceKey: key(ipvs.TCP, "192.0.2.5:80"), Scheduler: "mh", Flags: ipvs.SchedFlag1 | ipvs.SchedFlag2}
 	missing := ipvs.Service{ServiceKey: key(ipvs.TCP, "198.51.100.9:80"), Scheduler: "rr"}
 	dest := func(s string, f ipvs.Forward, w int32) ipvs.Destination {
 		ap := netip.MustParseAddrPort(s)
@@ -135,6 +136,16 @@ func sequence() []step {
 		{"stop the backup", func(k kernel) error { return k.StopSyncDaemon(ipvs.SyncBackup) }},
 		{"stop it again", func(k kernel) error { return k.StopSyncDaemon(ipvs.SyncBackup) }},
 		{"stop the master", func(k kernel) error { return k.StopSyncDaemon(ipvs.SyncMaster) }},
+		{"add a Maglev service with mh-fallback and mh-port", apply(svcOp(ipvs.AddService, mh))},
+		{"add three destinations: each goes to the head", apply(
+			op(ipvs.AddDest, mh, dest("10.0.1.1:80", ipvs.Route, 1)),
+			op(ipvs.AddDest, mh, dest("10.0.1.2:80", ipvs.Route, 2)),
+			op(ipvs.AddDest, mh, dest("10.0.1.3:80", ipvs.Route, 1)))},
+		{"edit the middle one's weight: it keeps its place", apply(op(ipvs.EditDest, mh, dest("10.0.1.2:80", ipvs.Route, 0)))},
+		{"delete the middle one and add it again: it goes to the head", apply(
+			op(ipvs.DelDest, mh, dest("10.0.1.2:80", ipvs.Route, 0)),
+			op(ipvs.AddDest, mh, dest("10.0.1.2:80", ipvs.Route, 2)))},
+		{"delete the head", apply(op(ipvs.DelDest, mh, dest("10.0.1.2:80", ipvs.Route, 0)))},
 		{"delete a service", apply(svcOp(ipvs.DelService, sctp))},
 		{"flush", func(k kernel) error { return k.Flush() }},
 	}
@@ -190,6 +201,13 @@ func state(t *testing.T, k kernel) []string {
 		ds, err := k.Destinations(s.ServiceKey)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(ds) > 1 {
+			order := "  order, as listed:"
+			for _, d := range ds {
+				order += " " + d.AddrPort().String()
+			}
+			out = append(out, order)
 		}
 		slices.SortFunc(ds, func(a, b ipvs.Destination) int {
 			return a.AddrPort().Compare(b.AddrPort())

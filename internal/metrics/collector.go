@@ -64,6 +64,9 @@ var (
 	descVSReals = prometheus.NewDesc("directord_virtual_server_real_servers",
 		"Real servers of the virtual server whose health checks pass (up) or fail (down).",
 		[]string{"virtual_server", "state"}, nil)
+	descVSDigest = prometheus.NewDesc("directord_virtual_server_ipvs_digest_info",
+		"Always 1; the digest label fingerprints the virtual server's IPVS services as the kernel holds them (scheduler, flags, destinations in order, weights), the same on every director that agrees.",
+		[]string{"virtual_server", "digest"}, nil)
 	descVSQuorum = prometheus.NewDesc("directord_virtual_server_quorum_up",
 		"1 while the virtual server has its quorum of live real servers, else 0.",
 		[]string{"virtual_server"}, nil)
@@ -101,7 +104,7 @@ var statusDescs = []*prometheus.Desc{
 	descBuildInfo, descStartTime,
 	descVRRPState, descVRRPMaster, descVRRPHandedOver, descVRRPPriority, descVRRPEffPriority,
 	descVRRPTransitions, descVRRPSent, descVRRPReceived, descVRRPDropped,
-	descRealUp, descRealWeight, descRealDrained, descVSReals, descVSQuorum,
+	descRealUp, descRealWeight, descRealDrained, descVSReals, descVSQuorum, descVSDigest,
 	descIPVSOps, descIPVSErrors, descIPVSLastSync,
 	descBGPNeighborUp, descBGPNeighborBFD, descBGPSent, descBGPAnnounced, descBGPDrained,
 	descReloads, descLastGoodReload,
@@ -187,6 +190,9 @@ func collectStatus(s control.Status, ch chan<- prometheus.Metric) {
 		gauge(descVSReals, float64(up), label, "up")
 		gauge(descVSReals, float64(down), label, "down")
 		gauge(descVSQuorum, bool01(vs.QuorumUp), label)
+		if vs.Digest != "" {
+			gauge(descVSDigest, 1, label, vs.Digest)
+		}
 	}
 
 	counter(descIPVSOps, s.IPVS.Operations)
