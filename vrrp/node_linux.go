@@ -81,8 +81,8 @@ func (in *instance) firewall(on bool) {
 		return
 	}
 	var addrs []netip.Addr
-	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		addrs = append(addrs, v.Prefix.Addr())
+	for _, a := range instanceAddrs(in.cfg) {
+		addrs = append(addrs, a.VIP.Prefix.Addr())
 	}
 	if err := in.node.fw.Drop(addrs, on); err != nil {
 		in.node.log.Error("vrrp firewall", "instance", in.cfg.Name, "err", err)
@@ -215,13 +215,12 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		if ci.PromoteSecondaries && ci.Interface != "" {
 			n.promote(ci.Interface)
 		}
-		for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-			dev := ci.AddrDev(v)
-			if ci.VMAC != nil && dev == ci.VMAC.Name {
+		for _, a := range instanceAddrs(ci) {
+			if ci.VMAC != nil && a.Dev == ci.VMAC.Name {
 				continue // vmacSysctls set it, on a link that goes with the Node
 			}
-			if v.Prefix.Addr().Is4() && dev != "" {
-				n.promote(dev)
+			if a.VIP.Prefix.Addr().Is4() && a.Dev != "" {
+				n.promote(a.Dev)
 			}
 		}
 	}
@@ -262,59 +261,36 @@ func (n *Node) faultOf(in *instance) (uint8, bool) {
 }
 
 func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[string]*sock) (*instance, error) {
-	ipv6 := ci.Family == config.Inet6
-	group := cfg.Global.MCastGroup4
-	if ipv6 {
-		group = cfg.Global.MCastGroup6
-	}
-	if ci.MCastDstIP.IsValid() {
-		group = ci.MCastDstIP
-	}
-	unicast := len(ci.UnicastPeers) > 0
-	if ci.UnicastFaultNoPeer && !unicast {
-		// keepalived: no peers and unicast_fault_no_peer is FAULT, not
-		// multicast.
+	ss := socketOf(cfg, ci)
+	if ss.NoPeer {
 		n.log.Warn("vrrp instance has no unicast peer: FAULT (unicast_fault_no_peer)", "instance", ci.Name, "vrid", ci.VRID)
-		unicast = true
 	}
-	if unicast {
-		group = netip.Addr{}
-	}
-	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == config.AuthAH && !ipv6
-	ifname := sendIf(ci)
-	key := fmt.Sprintf("%s/%v/%s/ah=%v", ifname, ipv6, group, ah)
-	if unicast {
-		key += fmt.Sprintf("/ttl=%d", ci.UnicastTTL)
-	}
-	s := socks[key]
+	s := socks[ss.Key]
 	if s == nil {
 		open := OpenConn
-		if ah {
+		if ss.AH {
 			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
 		}
-		conn, err := open(ifname, ipv6, group)
-		if err == nil && unicast {
-			if err = conn.SetUnicastTTL(ci.UnicastTTL); err != nil {
+		conn, err := open(ss.Interface, ss.IPv6, ss.Group)
+		if err == nil && ss.Unicast {
+			if err = conn.SetUnicastTTL(ss.TTL); err != nil {
 				conn.Close()
-				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ifname, err)
+				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ss.Interface, err)
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		s = &sock{conn: conn, ipv6: ipv6, byID: map[uint8]*instance{}}
-		socks[key] = s
+		s = &sock{conn: conn, ipv6: ss.IPv6, byID: map[uint8]*instance{}}
+		socks[ss.Key] = s
 		n.socks = append(n.socks, s)
 	}
-	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500), noPeer: unicast && ci.UnicastFaultNoPeer}
+	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500), noPeer: ss.NoPeer}
 	s.byID[uint8(ci.VRID)] = in
 	var err error
-	switch {
-	case ci.UnicastSrcIP.IsValid():
-		in.primary = ci.UnicastSrcIP
-	case ci.MCastSrcIP.IsValid():
-		in.primary = ci.MCastSrcIP
-	default:
+	src, configured := configuredSrc(ci)
+	in.primary = src
+	if !configured {
 		// The interface's own address, also for a macvlan's adverts
 		// (keepalived's VRRP_PKT_SADDR: the configured interface's).
 		ifi := s.conn.Interface()
@@ -323,42 +299,26 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 				return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, ci.Interface, err)
 			}
 		}
-		if in.primary, err = PrimaryAddr(ifi, ipv6); err != nil {
+		if in.primary, err = PrimaryAddr(ifi, ss.IPv6); err != nil {
 			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
-	if unicast && (ci.UnicastSrcIP.IsValid() || ci.MCastSrcIP.IsValid()) && srcAbsent(in.primary) {
+	if ss.Unicast && configured && srcAbsent(in.primary) {
 		in.srcMissing = true
 		in.logger().Warn("vrrp source address is not on this host: the instance stays in FAULT, as keepalived's does",
 			"src", in.primary)
 	}
-	if unicast {
-		// One configuration often serves both peers: our own address in
-		// the list is skipped.
-		for _, p := range ci.UnicastPeers {
-			if p.Addr != in.primary {
-				in.dsts = append(in.dsts, p.Addr)
-			}
-		}
-		// unicast_fault_no_peer is FAULT only for an empty list:
-		// keepalived 2.2.7 with its own address as its only peer runs,
-		// and becomes master (checked in a namespace).
-		in.noPeer = in.noPeer && len(ci.UnicastPeers) == 0
-	} else {
-		in.dsts = []netip.Addr{group}
-		in.mcast = group
-	}
-	for _, v := range ci.VIPs {
-		in.vips = append(in.vips, v.Prefix.Addr())
+	as := advertOf(ci, ss, in.primary)
+	in.dsts, in.mcast, in.vips = as.Dsts, as.MCast, as.VIPs
+	in.params, in.expect = as.Params, as.Expect
+	if ss.AH {
+		in.ah = &AHState{Key: as.AHKey, Unicast: ss.Unicast}
+		in.abuf = make([]byte, 0, 1500)
 	}
 	// One announcer per device the instance's addresses live on: each is
 	// announced where it was added.
 	in.anns = map[string]*Announcer{}
-	in.annAddrs = map[string][]netip.Addr{}
-	for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-		dev := ci.AddrDev(v)
-		in.annAddrs[dev] = append(in.annAddrs[dev], v.Prefix.Addr())
-	}
+	in.annAddrs = addrsByDev(ci)
 	for dev, addrs := range in.annAddrs {
 		pace := n.pacers[dev]
 		if pace == nil {
@@ -380,55 +340,12 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
-	in.params = Params{
-		Version: uint8(ci.Version), VRID: uint8(ci.VRID), Priority: uint8(ci.Priority),
-		AdvertInt: ci.AdvertInt, Preempt: ci.Preempt, PreemptDelay: ci.PreemptDelay,
-		Primary: in.primary, LowerPrioNoAdvert: ci.LowerPrioNoAdvert, HigherPrioSendAdvert: ci.HigherPrioSendAdvert,
-		InitMaster: ci.State == config.Master,
-		Garp: GarpParams{Repeat: ci.Garp.MasterRepeat, Delay: ci.Garp.MasterDelay,
-			LowerPrioDelay: ci.Garp.LowerPrioDelay, LowerPrioRep: ci.Garp.LowerPrioRepeat,
-			Refresh: ci.Garp.MasterRefresh, RefreshRepeat: ci.Garp.MasterRefreshRepeat},
-	}
-	in.expect = Expect{Version: uint8(ci.Version), Interval: in.interval(), Unicast: unicast,
-		CheckSource: ci.CheckUnicastSrc && unicast, Addrs: in.vips, CheckAddrs: true}
-	switch {
-	case ah:
-		// The password is the HMAC key; the advert's field stays zero.
-		in.expect.AuthType = AuthAH
-		in.ah = &AHState{Key: NewAHKey(ci.Auth.Pass), Unicast: unicast}
-		in.abuf = make([]byte, 0, 1500)
-	case ci.Auth != nil && ci.Version == 2:
-		in.expect.AuthType = AuthSimple
-		copy(in.expect.AuthData[:], ci.Auth.Pass)
-	}
-	for _, p := range ci.UnicastPeers {
-		in.expect.Peers = append(in.expect.Peers, p.Addr)
-		in.expect.MinTTL = max(in.expect.MinTTL, uint8(p.MinTTL))
-		if p.MaxTTL > 0 {
-			in.expect.MaxTTL = uint8(p.MaxTTL)
-		}
-	}
 	in.drv = NewDriver(in.params, in)
 	return in, nil
 }
 
-// sendIf is the interface an instance sends and hears adverts on: its
-// macvlan for use_vmac, unless vmac_xmit_base (keepalived's
-// vrrp_scheduler: the socket's interface), else its interface.
-func sendIf(ci *config.Instance) string {
-	if ci.VMAC != nil && !ci.VMAC.XmitBase {
-		return ci.VMAC.Name
-	}
-	return ci.Interface
-}
-
 // interval is our advert interval in the version's unit.
-func (in *instance) interval() uint16 {
-	if in.cfg.Version == 2 {
-		return uint16(in.cfg.AdvertInt / time.Second)
-	}
-	return uint16(in.cfg.AdvertInt / (10 * time.Millisecond))
-}
+func (in *instance) interval() uint16 { return advertInterval(in.cfg) }
 
 // Run runs every instance until ctx ends, then stops them cleanly
 // (priority 0 adverts), removes the addresses it added and closes the
@@ -587,12 +504,11 @@ func (in *instance) takeOver(old *instance) bool {
 	in.firewall(true)
 	old.firewall(false)
 	added := false
-	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		dev := in.cfg.AddrDev(v)
-		if in.node.addrs.take(old.node.addrs, dev, v.Prefix) {
+	for _, a := range instanceAddrs(in.cfg) {
+		if in.node.addrs.take(old.node.addrs, a.Dev, a.VIP.Prefix) {
 			continue
 		}
-		if err := in.node.addrs.Add(dev, v); err != nil {
+		if err := in.node.addrs.Add(a.Dev, a.VIP); err != nil {
 			in.logger().Error("vrrp address", "err", err)
 		}
 		added = true
@@ -946,13 +862,12 @@ func (in *instance) Transition(from, to State) {
 
 // addresses adds (on) or removes the instance's virtual addresses.
 func (in *instance) addresses(on bool) {
-	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		dev := in.cfg.AddrDev(v)
+	for _, a := range instanceAddrs(in.cfg) {
 		var err error
 		if on {
-			err = in.node.addrs.Add(dev, v)
+			err = in.node.addrs.Add(a.Dev, a.VIP)
 		} else {
-			err = in.node.addrs.Remove(dev, v)
+			err = in.node.addrs.Remove(a.Dev, a.VIP)
 		}
 		if err != nil {
 			in.logger().Error("vrrp address", "err", err)
