@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -19,13 +18,12 @@ import (
 // removes exactly those it installed.
 type Rules struct {
 	h     *netlink.Handle
-	mu    sync.Mutex
-	added map[string]*netlink.Rule
+	added *installed[string, *netlink.Rule]
 }
 
 // NewRules returns a Rules working through h.
 func NewRules(h *netlink.Handle) *Rules {
-	return &Rules{h: h, added: map[string]*netlink.Rule{}}
+	return &Rules{h: h, added: newInstalled[string, *netlink.Rule]()}
 }
 
 var ruleActions = map[string]uint8{"table": nl.FR_ACT_TO_TBL, "goto": nl.FR_ACT_GOTO, "nop": nl.FR_ACT_NOP,
@@ -120,18 +118,17 @@ func (r *Rules) Add(cr config.Rule) error {
 			return fmt.Errorf("add rule %s: interface %s: %w", ruleString(cr), dev, err)
 		}
 	}
-	nr := toRule(cr)
-	err := r.h.RuleAdd(nr)
-	if errors.Is(err, syscall.EEXIST) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("add rule %s: %w", ruleString(cr), err)
-	}
-	r.mu.Lock()
-	r.added[ruleKey(cr)] = nr
-	r.mu.Unlock()
-	return nil
+	return r.added.add(ruleKey(cr), func() (*netlink.Rule, bool, error) {
+		nr := toRule(cr)
+		err := r.h.RuleAdd(nr)
+		if errors.Is(err, syscall.EEXIST) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("add rule %s: %w", ruleString(cr), err)
+		}
+		return nr, true, nil
+	})
 }
 
 // Clear removes cr whoever installed it, as keepalived clears its static
@@ -145,55 +142,32 @@ func (r *Rules) Clear(cr config.Rule) error {
 
 // Remove removes cr if Add installed it.
 func (r *Rules) Remove(cr config.Rule) error {
-	r.mu.Lock()
-	nr, ok := r.added[ruleKey(cr)]
-	delete(r.added, ruleKey(cr))
-	r.mu.Unlock()
-	if !ok {
+	return r.added.remove(ruleKey(cr), func(nr *netlink.Rule) error {
+		if err := r.h.RuleDel(nr); err != nil && !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("remove rule %s: %w", ruleString(cr), err)
+		}
 		return nil
-	}
-	if err := r.h.RuleDel(nr); err != nil && !errors.Is(err, syscall.ENOENT) {
-		return fmt.Errorf("remove rule %s: %w", ruleString(cr), err)
-	}
-	return nil
+	})
 }
 
 // Has reports whether Add installed cr and it is still claimed.
-func (r *Rules) Has(cr config.Rule) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.added[ruleKey(cr)] != nil
-}
+func (r *Rules) Has(cr config.Rule) bool { return r.added.has(ruleKey(cr)) }
 
 // RemoveAll removes every rule Add installed.
 func (r *Rules) RemoveAll() error {
-	r.mu.Lock()
-	added := r.added
-	r.added = map[string]*netlink.Rule{}
-	r.mu.Unlock()
-	var errs []error
-	for _, nr := range added {
+	return r.added.removeAll(func(_ string, nr *netlink.Rule) error {
 		if err := r.h.RuleDel(nr); err != nil && !errors.Is(err, syscall.ENOENT) {
-			errs = append(errs, fmt.Errorf("remove rule %s: %w", nr, err))
+			return fmt.Errorf("remove rule %s: %w", nr, err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
 }
 
 // take moves the claim on the rule cr from another Rules to r: the rule
 // stays and r will remove it. It reports whether from had installed it.
 func (r *Rules) take(from *Rules, cr config.Rule) bool {
 	k := ruleKey(cr)
-	from.mu.Lock()
-	nr, ok := from.added[k]
-	delete(from.added, k)
-	from.mu.Unlock()
-	if ok {
-		r.mu.Lock()
-		r.added[k] = nr
-		r.mu.Unlock()
-	}
-	return ok
+	return r.added.take(from.added, k, k)
 }
 
 // installRules adds (on) or removes the instance's virtual rules.

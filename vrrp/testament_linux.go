@@ -89,17 +89,15 @@ func (n *Node) bequeath() {
 
 // will lists the addresses Add added.
 func (m *Addrs) will() []WillAddr {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []WillAddr
-	for k, a := range m.added {
+	m.added.each(func(k addrKey, a *netlink.Addr) {
 		w := WillAddr{Link: k.link, Prefix: k.prefix}
 		if a.Peer != nil {
 			w.Peer, _ = netip.AddrFromSlice(a.Peer.IP)
 			w.Peer = w.Peer.Unmap()
 		}
 		out = append(out, w)
-	}
+	})
 	slices.SortFunc(out, func(a, b WillAddr) int { return a.Prefix.Addr().Compare(b.Prefix.Addr()) })
 	return out
 }
