@@ -30,7 +30,7 @@ type Node struct {
 	addrs      *Addrs
 	routes     *Routes
 	rules      *Rules
-	groups     []*groupNotifier
+	groups     []*syncGroup
 	socks      []*sock
 	insts      []*instance
 	track      *tracking
@@ -137,11 +137,9 @@ type instance struct {
 	// this host, which keeps it in FAULT (srcAbsent).
 	srcMissing bool
 
-	group   *config.SyncGroup
-	members []*instance    // the others of its sync group
-	forcing bool           // a transition the group forces: not passed on
-	gnotes  *groupNotifier // its sync group's, shared by the members
-	state   atomic.Uint32  // the machine's state, for the group's notify
+	group *config.SyncGroup
+	sync  *syncMember   // its place in its sync group; nil outside any
+	state atomic.Uint32 // the machine's state, for the group's notify
 
 	// deleted: a reload removed the instance; its stop tells the notify
 	// scripts DELETED (notify_deleted) or FAULT instead of STOP.
@@ -183,26 +181,12 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		}
 		n.insts = append(n.insts, in)
 	}
-	groups := map[string]*config.SyncGroup{}
-	for _, g := range cfg.SyncGroups {
-		groups[g.Name] = g
-	}
-	for _, in := range n.insts {
-		in.group = groups[in.cfg.SyncGroup]
-	}
-	gnotes := map[*config.SyncGroup]*groupNotifier{}
-	for _, in := range n.insts {
-		for _, o := range n.insts {
-			if o != in && in.group != nil && o.group == in.group {
-				in.members = append(in.members, o)
-			}
-		}
-		if in.group != nil {
-			if gnotes[in.group] == nil {
-				gnotes[in.group] = &groupNotifier{group: in.group, log: log}
-				n.groups = append(n.groups, gnotes[in.group])
-			}
-			in.gnotes = gnotes[in.group]
+	var members []*syncMember
+	members, n.groups = newSyncGroups(cfg.SyncGroups, cfg.Instances)
+	for i, in := range n.insts {
+		if m := members[i]; m != nil {
+			in.sync, in.group = m, m.group.cfg
+			m.state, m.force = &in.state, in.drv.Force
 		}
 	}
 	// Removing a subnet's primary address removes its secondaries too,
@@ -252,9 +236,11 @@ func (n *Node) faultOf(in *instance) (uint8, bool) {
 	if in.noPeer {
 		fault = true
 	}
-	for _, o := range in.members {
-		if _, f := n.track.effective(o); f {
-			fault = true
+	if in.sync != nil {
+		for _, o := range in.sync.others {
+			if _, f := n.track.effective(n.insts[o.idx]); f {
+				fault = true
+			}
 		}
 	}
 	return p, fault
@@ -476,22 +462,7 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 	// A sync group whose members all resumed in one state is in it: no
 	// group notify for it (keepalived's state_same_at_reload).
 	for _, g := range n.groups {
-		var st State
-		first, all := true, true
-		for _, in := range n.insts {
-			if in.gnotes != g {
-				continue
-			}
-			s := State(in.state.Load())
-			if !in.resumed || (!first && s != st) {
-				all = false
-				break
-			}
-			st, first = s, false
-		}
-		if all && !first {
-			g.last = st
-		}
+		g.resumed(func(m *syncMember) bool { return n.insts[m.idx].resumed })
 	}
 }
 
@@ -831,10 +802,8 @@ func (in *instance) Transition(from, to State) {
 	defer in.groupNotify(to)
 	// The rest of a sync group follows a member that becomes master, or
 	// that gives mastership up to another router.
-	if !in.forcing && (to == Master || (from == Master && to == Backup)) {
-		for _, o := range in.members {
-			o.drv.Force(to, func(f bool) { o.forcing = f })
-		}
+	if in.sync != nil {
+		in.sync.follow(from, to)
 	}
 	if to == Master && in.ah != nil {
 		in.ah.BecomeMaster()
@@ -926,8 +895,10 @@ func (n *Node) yield(name string, on, beforeRun bool) ([]string, error) {
 	for _, in := range n.insts {
 		if name == "" || in.cfg.Name == name {
 			targets = append(targets, in)
-			if name != "" {
-				targets = append(targets, in.members...)
+			if name != "" && in.sync != nil {
+				for _, o := range in.sync.others {
+					targets = append(targets, n.insts[o.idx])
+				}
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package vrrp
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -283,39 +282,19 @@ func notifyState(s State) string {
 	return s.String()
 }
 
-// groupNotifier runs a sync group's notify scripts when the group's state
-// changes: when every member has reached the same state.
-type groupNotifier struct {
-	group *config.SyncGroup
-	log   *slog.Logger
-	mu    sync.Mutex
-	last  State
-}
-
-// groupNotify is called on every member transition.
+// groupNotify is called on every member transition: the group's notify
+// runs when every member has reached the same state.
 func (in *instance) groupNotify(to State) {
-	g := in.gnotes
-	if g == nil {
+	if in.sync == nil || !in.sync.settled(to) {
 		return
 	}
-	for _, o := range in.members {
-		if State(o.state.Load()) != to {
-			return
-		}
-	}
-	g.mu.Lock()
-	changed := g.last != to
-	g.last = to
-	g.mu.Unlock()
-	if !changed {
-		return
-	}
+	g := in.sync.group.cfg
 	t := in.node.track
-	if g.group.SMTPAlert {
-		t.alerts.Group(g.group.Name, notifyState(to))
+	if g.SMTPAlert {
+		t.alerts.Group(g.Name, notifyState(to))
 	}
-	for _, j := range script.NotifyJobs(t.runner, &g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
+	for _, j := range script.NotifyJobs(t.runner, &g.Notify, "GROUP", g.Name, notifyState(to), 0) {
 		t.queue.Submit(j)
 	}
-	in.node.fifoGroup(g.group.Name, notifyState(to))
+	in.node.fifoGroup(g.Name, notifyState(to))
 }
