@@ -198,30 +198,3 @@ func (in *instance) takeRules(old *instance) {
 		}
 	}
 }
-
-// routingLinks are the interfaces the instance's virtual rules (iif, oif)
-// and routes (dev) name, tracked as keepalived tracks them
-// (add_vrrp_to_interface, TRACK_RULE and TRACK_ROUTE): weight 0, so one
-// down puts the instance in FAULT; no_track ones are not.
-func (in *instance) routingLinks(links map[string]bool) []Tracked {
-	var out []Tracked
-	seen := map[string]bool{}
-	add := func(dev string) {
-		if dev != "" && !seen[dev] {
-			seen[dev] = true
-			out = append(out, Tracked{Good: links[dev]})
-		}
-	}
-	for _, r := range in.cfg.Rules {
-		if !r.NoTrack {
-			add(r.IIf)
-			add(r.OIf)
-		}
-	}
-	for _, r := range in.cfg.Routes {
-		if !r.NoTrack {
-			add(r.Dev)
-		}
-	}
-	return out
-}

@@ -190,39 +190,22 @@ func (t *tracking) runScript(ctx context.Context, s *trackedScript) {
 func (t *tracking) effective(in *instance) (uint8, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var list []Tracked
-	addScripts := func(ts []config.TrackScript) {
-		for _, s := range ts {
-			if st := t.scripts[s.Name]; st != nil {
-				list = append(list, Tracked{Weight: s.Weight, Reverse: s.Reverse, Good: st.check.Good()})
-			}
-		}
-	}
-	addLinks := func(ti []config.TrackInterface) {
-		for _, l := range ti {
-			list = append(list, Tracked{Weight: l.Weight, Reverse: l.Reverse, Good: t.links[l.Name]})
-		}
-	}
-	addScripts(in.cfg.TrackScripts)
-	addLinks(in.cfg.TrackInterfaces)
-	if g := in.group; g != nil {
-		addScripts(g.TrackScripts)
-		addLinks(g.TrackInterfaces)
-	}
-	list = append(list, t.fileEntries(in)...)
-	list = append(list, in.routingLinks(t.links)...)
-	list = append(list, t.processEntries(in)...)
-	if !in.cfg.DontTrackPrimary && in.cfg.Interface != "" {
-		list = append(list, Tracked{Good: t.links[in.cfg.Interface]})
-	}
-	if !in.cfg.DontTrackPrimary && in.cfg.VMAC != nil {
-		// Its macvlan too, as keepalived adds the instance to it: down or
-		// deleted under directord, the instance is in FAULT.
-		list = append(list, Tracked{Good: t.links[in.cfg.VMAC.Name]})
-	}
-	list = append(list, Tracked{Good: !in.srcMissing})
-	return Effective(uint8(in.cfg.Priority), list)
+	return Effective(uint8(in.cfg.Priority), trackedOf(in.cfg, in.group, in.srcMissing, trackSeen{t}))
 }
+
+// trackSeen is the tracking's trackView, read under its mutex.
+type trackSeen struct{ t *tracking }
+
+func (v trackSeen) script(name string) (bool, bool) {
+	if s := v.t.scripts[name]; s != nil {
+		return s.check.Good(), true
+	}
+	return false, false
+}
+
+func (v trackSeen) link(name string) bool             { return v.t.links[name] }
+func (v trackSeen) file(name string) (int64, bool)    { return v.t.files.value(name) }
+func (v trackSeen) process(name string) (up, ok bool) { return v.t.procs.up(name) }
 
 // ShareScripts makes the node's scripts run on q, which outlives the
 // node: Run then returns without waiting for its notify scripts (a reload
