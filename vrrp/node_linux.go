@@ -859,26 +859,6 @@ func (in *instance) installRoutes(on bool) {
 	}
 }
 
-// InstanceStatus is one instance's state for status displays and tests.
-type InstanceStatus struct {
-	Name        string
-	State       State
-	Priority    uint8
-	MasterAddr  netip.Addr
-	Sent        uint64
-	Received    uint64
-	Transitions uint64
-	Since       time.Time // the last transition
-	Drops       map[string]uint64
-	// Yielding: an operator's hand-over holds the instance back (Yield).
-	Yielding bool
-	// Primary is the address its adverts come from.
-	Primary netip.Addr
-}
-
-// ErrNoInstance is Yield's error for a name no instance has.
-var ErrNoInstance = errors.New("no such VRRP instance")
-
 // Yield starts (on) or ends an operator's hand-over for the instance
 // named, with the rest of its sync group (a member alone would be forced
 // back and forth by its group), or every instance for "" (Machine.Yield).
@@ -891,29 +871,18 @@ func (n *Node) Yield(name string, on bool) ([]string, error) { return n.yield(na
 func (n *Node) YieldFromStart(name string) ([]string, error) { return n.yield(name, true, true) }
 
 func (n *Node) yield(name string, on, beforeRun bool) ([]string, error) {
-	var targets []*instance
-	for _, in := range n.insts {
-		if name == "" || in.cfg.Name == name {
-			targets = append(targets, in)
-			if name != "" && in.sync != nil {
-				for _, o := range in.sync.others {
-					targets = append(targets, n.insts[o.idx])
-				}
-			}
-		}
+	cfgs := make([]*config.Instance, len(n.insts))
+	members := make([]*syncMember, len(n.insts))
+	for i, in := range n.insts {
+		cfgs[i], members[i] = in.cfg, in.sync
 	}
-	if len(targets) == 0 {
-		return nil, fmt.Errorf("%s: %w", name, ErrNoInstance)
-	}
-	if on {
-		for _, in := range targets {
-			if in.params.Priority == 255 {
-				return nil, fmt.Errorf("%s owns its addresses (priority 255): it cannot hand them over", in.cfg.Name)
-			}
-		}
+	idx, err := yieldTargets(cfgs, members, name, on)
+	if err != nil {
+		return nil, err
 	}
 	var names []string
-	for _, in := range targets {
+	for _, i := range idx {
+		in := n.insts[i]
 		if beforeRun {
 			in.drv.m.Yield(time.Now(), on) // no goroutine has the machine yet
 		} else {

@@ -233,19 +233,9 @@ func (t *tracking) scriptsDone() {
 // order of its transitions, without holding up the state machine.
 func (in *instance) notify(from, to State, prio uint8) {
 	t := in.node.track
-	state := notifyState(to)
-	if to == Initialize && in.deleted.Load() {
-		// keepalived's clear_diff_vrrp: an instance a reload removed is
-		// told DELETED with notify_deleted, else FAULT, which an instance
-		// already in fault is not told again.
-		switch {
-		case in.cfg.Notify.Deleted != nil:
-			state = "DELETED"
-		case from == Fault:
-			return
-		default:
-			state = "FAULT"
-		}
+	state, tell := noticeOf(from, to, in.deleted.Load(), in.cfg.Notify.Deleted != nil)
+	if !tell {
+		return
 	}
 	if in.cfg.SMTPAlert {
 		t.alerts.Instance(in.cfg.Name, state)
@@ -254,15 +244,6 @@ func (in *instance) notify(from, to State, prio uint8) {
 		t.queue.Submit(j)
 	}
 	in.node.fifoInstance(in.cfg.Name, state, int(prio))
-}
-
-// notifyState is keepalived's name of a state in notify arguments: an
-// instance stopping is STOP.
-func notifyState(s State) string {
-	if s == Initialize {
-		return "STOP"
-	}
-	return s.String()
 }
 
 // groupNotify is called on every member transition: the group's notify
