@@ -121,6 +121,8 @@ type instance struct {
 	annAddrs map[string][]netip.Addr // the addresses on each
 	garps    chan int                // bursts to send, off the state machine's path
 	params   Params
+	mode     ChecksumMode // its adverts'
+	ahTTL    uint8        // the TTL its AH headers are computed with
 	expect   Expect
 	primary  netip.Addr
 	mcast    netip.Addr // the group it listens to; none when unicast
@@ -295,6 +297,7 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			"src", in.primary)
 	}
 	as := advertOf(ci, ss, in.primary)
+	in.mode, in.ahTTL = as.Mode, as.AHTTL
 	in.dsts, in.mcast, in.vips = as.Dsts, as.MCast, as.VIPs
 	in.params, in.expect = as.Params, as.Expect
 	if ss.AH {
@@ -329,9 +332,6 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 	in.drv = NewDriver(in.params, in)
 	return in, nil
 }
-
-// interval is our advert interval in the version's unit.
-func (in *instance) interval() uint16 { return advertInterval(in.cfg) }
 
 // Run runs every instance until ctx ends, then stops them cleanly
 // (priority 0 adverts), removes the addresses it added and closes the
@@ -666,10 +666,7 @@ func (n *Node) read(s *sock) {
 		// keepalived checks the addresses (and the unicast source and
 		// TTL range) of every advert, except, with skip_check_adv_addr,
 		// a backup's adverts from the master it heard last.
-		e := in.expect
-		if in.cfg.SkipCheckAdvAddr && backup && r.Src == in.advSrc {
-			e.CheckAddrs, e.CheckSource, e.MinTTL, e.MaxTTL = false, false, 0, 0
-		}
+		e := expectFrom(in.expect, in.cfg.SkipCheckAdvAddr, backup, r.Src, in.advSrc)
 		reason, own := admit(&a, r, in.mcast, in.primary, &e)
 		if reason != DropNone {
 			in.drops[reason].Add(1)
@@ -697,8 +694,7 @@ func (n *Node) read(s *sock) {
 
 // SendAdvert is an Action: one advert to the group or each unicast peer.
 func (in *instance) SendAdvert(prio uint8) {
-	a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: prio, Interval: in.interval(),
-		AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
+	a := newAdvert(&in.params, &in.expect, in.vips, prio)
 	var id uint16
 	var seq uint32
 	if in.ah != nil {
@@ -706,16 +702,9 @@ func (in *instance) SendAdvert(prio uint8) {
 		id, seq = in.ah.Next()
 	}
 	for _, dst := range in.dsts {
-		mode := PseudoHeader
-		if in.cfg.ChecksumAsV2 {
-			mode = MessageOnly
-		}
-		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, mode)
+		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, in.mode)
 		if err == nil && in.ah != nil {
-			h := AHHeader{Src: in.primary, Dst: dst, TTL: 255, ID: id, Seq: seq}
-			if in.ah.Unicast {
-				h.TTL = uint8(in.cfg.UnicastTTL)
-			}
+			h := AHHeader{Src: in.primary, Dst: dst, TTL: in.ahTTL, ID: id, Seq: seq}
 			b = AppendAH(in.abuf[:0], &h, b, &in.ah.Key, in.ah.Unicast)
 		}
 		if err == nil {

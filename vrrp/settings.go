@@ -97,6 +97,32 @@ type advertSettings struct {
 	// AHKey is the HMAC key of auth_type AH (S.AH); the advert's
 	// authentication field then stays zero.
 	AHKey AHKey
+	// AHTTL is the TTL the AH header's checksum is computed with: 255,
+	// unicast_ttl for unicast.
+	AHTTL uint8
+	// Mode is its adverts' checksum: v3_checksum_as_v2 sums the message
+	// alone, as VRRPv2 does.
+	Mode ChecksumMode
+}
+
+// newAdvert is the advert with priority prio of an instance with the
+// Params p and receive rules e (its interval and authentication), which
+// carries the addresses vips.
+func newAdvert(p *Params, e *Expect, vips []netip.Addr, prio uint8) Advert {
+	return Advert{Version: p.Version, VRID: p.VRID, Priority: prio, Interval: e.Interval,
+		AuthType: e.AuthType, AuthData: e.AuthData, Addrs: vips}
+}
+
+// expectFrom is what the instance expects of an advert from src, backup
+// telling whether it is one: keepalived checks the addresses (and the
+// unicast source and TTL range) of every advert, except, with
+// skip_check_adv_addr, a backup's adverts from the master it heard last
+// (last).
+func expectFrom(e Expect, skipCheckAdvAddr, backup bool, src, last netip.Addr) Expect {
+	if skipCheckAdvAddr && backup && src == last {
+		e.CheckAddrs, e.CheckSource, e.MinTTL, e.MaxTTL = false, false, 0, 0
+	}
+	return e
 }
 
 // advertOf translates what ci sends and accepts on the socket s, its
@@ -127,10 +153,17 @@ func advertOf(ci *config.Instance, s sockSettings, primary netip.Addr) advertSet
 	}
 	a.Expect = Expect{Version: uint8(ci.Version), Interval: advertInterval(ci), Unicast: s.Unicast,
 		CheckSource: ci.CheckUnicastSrc && s.Unicast, Addrs: a.VIPs, CheckAddrs: true}
+	if ci.ChecksumAsV2 {
+		a.Mode = MessageOnly
+	}
 	switch {
 	case s.AH:
 		a.Expect.AuthType = AuthAH
 		a.AHKey = NewAHKey(ci.Auth.Pass)
+		a.AHTTL = 255
+		if s.Unicast {
+			a.AHTTL = uint8(ci.UnicastTTL)
+		}
 	case ci.Auth != nil && ci.Version == 2:
 		a.Expect.AuthType = AuthSimple
 		copy(a.Expect.AuthData[:], ci.Auth.Pass)

@@ -134,8 +134,31 @@ func TestAdvertOf(t *testing.T) {
 		{"AH: the password is the key, the advert's field stays zero",
 			inst("VI_1", "eth0", 51, 100, "authentication {\n auth_type AH\n auth_pass secret\n }"), me,
 			func(t *testing.T, a advertSettings) {
+				if a.AHTTL != 255 {
+					t.Errorf("AHTTL %d, want 255 for multicast", a.AHTTL)
+				}
 				if a.Expect.AuthType != AuthAH || a.Expect.AuthData != [8]byte{} || a.AHKey != NewAHKey("secret") {
 					t.Errorf("Expect %+v key %v", a.Expect, a.AHKey)
+				}
+			}},
+		{"v3_checksum_as_v2 and the advert sent", inst("VI_1", "eth0", 51, 100, "version 3\n advert_int 0.2\n v3_checksum_as_v2"), me,
+			func(t *testing.T, a advertSettings) {
+				if a.Mode != MessageOnly {
+					t.Errorf("Mode %v, want MessageOnly", a.Mode)
+				}
+				want := Advert{Version: 3, VRID: 51, Priority: 7, Interval: 20, Addrs: []netip.Addr{addr("192.0.2.51")}}
+				if d := cmp.Diff(want, newAdvert(&a.Params, &a.Expect, a.VIPs, 7), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+					t.Errorf("advert (-want +got):\n%s", d)
+				}
+			}},
+		{"AH over unicast: the header's TTL is unicast_ttl",
+			inst("VI_1", "eth0", 51, 100, "unicast_ttl 9\n unicast_peer {\n 192.0.2.9\n }\n authentication {\n auth_type AH\n auth_pass secret\n }"), me,
+			func(t *testing.T, a advertSettings) {
+				if a.AHTTL != 9 || a.Mode != PseudoHeader {
+					t.Errorf("AHTTL %d Mode %v, want 9, PseudoHeader", a.AHTTL, a.Mode)
+				}
+				if adv := newAdvert(&a.Params, &a.Expect, a.VIPs, 100); adv.AuthType != AuthAH || adv.AuthData != [8]byte{} {
+					t.Errorf("advert %+v", adv)
 				}
 			}},
 		{"garp settings", inst("VI_1", "eth0", 51, 100, "garp_master_repeat 3\n garp_master_delay 2\n garp_master_refresh 60\n garp_master_refresh_repeat 4"), me,
@@ -196,5 +219,30 @@ func TestInstanceAddrs(t *testing.T) {
 				t.Errorf("addrsByDev (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestExpectFrom checks skip_check_adv_addr: a backup does not check
+// again the master it heard last (TestAdvertAddressesChecked, as root).
+func TestExpectFrom(t *testing.T) {
+	master, other := netip.MustParseAddr("192.0.2.9"), netip.MustParseAddr("192.0.2.8")
+	e := Expect{CheckAddrs: true, CheckSource: true, MinTTL: 3, MaxTTL: 9}
+	relaxed := Expect{}
+	tests := []struct {
+		name         string
+		skip, backup bool
+		src          netip.Addr
+		want         Expect
+	}{
+		{"skip_check_adv_addr, backup, the last master", true, true, master, relaxed},
+		{"another source", true, true, other, e},
+		{"as master", true, false, master, e},
+		{"without skip_check_adv_addr", false, true, master, e},
+	}
+	for _, tt := range tests {
+		got := expectFrom(e, tt.skip, tt.backup, tt.src, master)
+		if d := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, d)
+		}
 	}
 }

@@ -68,14 +68,9 @@ func (n *Node) bequeath() {
 			// know: the peer takes over after Master_Down_Interval.
 			continue
 		}
-		a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: 0, Interval: in.interval(),
-			AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
-		mode := PseudoHeader
-		if in.cfg.ChecksumAsV2 {
-			mode = MessageOnly
-		}
+		a := newAdvert(&in.params, &in.expect, in.vips, 0)
 		for _, dst := range in.dsts {
-			b, err := a.AppendMarshal(nil, in.primary, dst, mode)
+			b, err := a.AppendMarshal(nil, in.primary, dst, in.mode)
 			if err != nil {
 				continue
 			}
