@@ -92,3 +92,43 @@ func routingLinks(ci *config.Instance, up func(string) bool) []Tracked {
 	}
 	return out
 }
+
+// disabledScript is a vrrp_script that some instance tracks but that
+// cannot run, and why.
+type disabledScript struct {
+	Name   string
+	Reason error
+}
+
+// scriptsTracked are the vrrp_scripts of cfg that some instance or sync
+// group tracks, in the order first tracked; disabled says why one cannot
+// run (insecure, not found). As keepalived, such a script is tracked by
+// no one, rather than failing: it is in off, once.
+func scriptsTracked(cfg *config.Config, disabled func(*config.VRRPScript) error) (on []*config.VRRPScript, off []disabledScript) {
+	byName := map[string]*config.VRRPScript{}
+	for _, s := range cfg.Scripts {
+		byName[s.Name] = s
+	}
+	seen := map[string]bool{}
+	use := func(ts []config.TrackScript) {
+		for _, s := range ts {
+			c, ok := byName[s.Name]
+			if !ok || seen[s.Name] {
+				continue
+			}
+			seen[s.Name] = true
+			if err := disabled(c); err != nil {
+				off = append(off, disabledScript{Name: s.Name, Reason: err})
+				continue
+			}
+			on = append(on, c)
+		}
+	}
+	for _, in := range cfg.Instances {
+		use(in.TrackScripts)
+	}
+	for _, g := range cfg.SyncGroups {
+		use(g.TrackScripts)
+	}
+	return on, off
+}

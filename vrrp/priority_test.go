@@ -1,7 +1,10 @@
 package vrrp
 
 import (
+	"errors"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/directord/directord/config"
 )
@@ -108,5 +111,38 @@ func TestTrackedPriority(t *testing.T) {
 				t.Errorf("priority %d fault %v, want %d %v (tracked %+v)", p, fault, tt.prio, tt.fault, list)
 			}
 		})
+	}
+}
+
+// TestScriptsTracked checks which vrrp_scripts run: those some instance or
+// sync group tracks, each once; a disabled one by no one, reported once.
+func TestScriptsTracked(t *testing.T) {
+	cfg := planConf(t, "vrrp_script a {\n script \"/bin/true\"\n}\n"+
+		"vrrp_script b {\n script \"/bin/true\"\n}\n"+
+		"vrrp_script unused {\n script \"/bin/true\"\n}\n"+
+		"vrrp_script bad {\n script \"/bin/true\"\n}\n"+
+		"vrrp_sync_group G {\n group {\n VI_1\n }\n track_script {\n b\n bad\n }\n}\n"+
+		inst("VI_1", "eth0", 51, 100, "track_script {\n bad\n a\n }")+
+		inst("VI_2", "eth0", 52, 100, "track_script {\n a\n bad\n }"))
+	asked := map[string]int{}
+	on, off := scriptsTracked(cfg, func(c *config.VRRPScript) error {
+		asked[c.Name]++
+		if c.Name == "bad" {
+			return errors.New("insecure")
+		}
+		return nil
+	})
+	var names []string
+	for _, c := range on {
+		names = append(names, c.Name)
+	}
+	if d := cmp.Diff([]string{"a", "b"}, names); d != "" {
+		t.Errorf("tracked (-want +got):\n%s", d)
+	}
+	if len(off) != 1 || off[0].Name != "bad" || off[0].Reason.Error() != "insecure" {
+		t.Errorf("disabled %+v, want bad once", off)
+	}
+	if d := cmp.Diff(map[string]int{"a": 1, "b": 1, "bad": 1}, asked); d != "" {
+		t.Errorf("asked (-want +got):\n%s", d)
 	}
 }

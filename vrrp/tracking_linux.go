@@ -44,32 +44,12 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	t := &tracking{node: n, runner: script.NewRunner(&cfg.Global), queue: script.NewQueue(n.log), ownQueue: true,
 		scripts: map[string]*trackedScript{}, links: map[string]bool{},
 		h: h}
-	byName := map[string]*config.VRRPScript{}
-	for _, s := range cfg.Scripts {
-		byName[s.Name] = s
+	on, off := scriptsTracked(cfg, func(c *config.VRRPScript) error { return t.runner.Prog(c.Script).Disabled })
+	for _, d := range off {
+		n.log.Warn("vrrp_script disabled: no instance tracks it", "vrrp_script", d.Name, "reason", d.Reason.Error())
 	}
-	warned := map[string]bool{}
-	use := func(ts []config.TrackScript) {
-		for _, s := range ts {
-			if c, ok := byName[s.Name]; ok && t.scripts[s.Name] == nil {
-				if p := t.runner.Prog(c.Script); p.Disabled != nil {
-					// As keepalived: a disabled vrrp_script (insecure, not
-					// found) is tracked by no one, rather than failing.
-					if !warned[s.Name] {
-						warned[s.Name] = true
-						n.log.Warn("vrrp_script disabled: no instance tracks it", "vrrp_script", s.Name, "reason", p.Disabled.Error())
-					}
-					continue
-				}
-				t.scripts[s.Name] = &trackedScript{cfg: c, check: NewCheck(c.Rise, c.Fall, c.InitFail)}
-			}
-		}
-	}
-	for _, in := range cfg.Instances {
-		use(in.TrackScripts)
-	}
-	for _, g := range cfg.SyncGroups {
-		use(g.TrackScripts)
+	for _, c := range on {
+		t.scripts[c.Name] = &trackedScript{cfg: c, check: NewCheck(c.Rise, c.Fall, c.InitFail)}
 	}
 	var err error
 	if t.files, err = newFileWatch(cfg, trackedFiles(cfg), n.log); err != nil {
