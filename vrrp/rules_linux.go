@@ -89,12 +89,6 @@ func toRule(cr config.Rule) *netlink.Rule {
 	return r
 }
 
-// ruleKey names a rule by what makes it itself: its line, canonical.
-func ruleKey(cr config.Rule) string {
-	cr.Pos, cr.PriorityAuto = config.Pos{}, false
-	return config.Canonical(cr)
-}
-
 func ruleString(cr config.Rule) string {
 	from, to := "all", ""
 	if cr.From.IsValid() {
