@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -22,10 +21,8 @@ import (
 // The netlink handle decides the namespace: netlink.NewHandleAt for another
 // one.
 type Addrs struct {
-	h *netlink.Handle
-
-	mu    sync.Mutex
-	added map[addrKey]*netlink.Addr
+	h     *netlink.Handle
+	added *installed[addrKey, *netlink.Addr]
 }
 
 type addrKey struct {
@@ -35,7 +32,7 @@ type addrKey struct {
 
 // NewAddrs returns an Addrs working through h.
 func NewAddrs(h *netlink.Handle) *Addrs {
-	return &Addrs{h: h, added: map[addrKey]*netlink.Addr{}}
+	return &Addrs{h: h, added: newInstalled[addrKey, *netlink.Addr]()}
 }
 
 // toNetlink converts a configured virtual address.
@@ -95,35 +92,26 @@ func toNetlink(v config.VIP) *netlink.Addr {
 // Add adds v on link. An address already there is left alone and not
 // claimed: Remove will not take it away.
 func (m *Addrs) Add(link string, v config.VIP) error {
-	l, err := m.h.LinkByName(link)
-	if err != nil {
-		return fmt.Errorf("add %s: link %s: %w", v.Prefix, link, err)
-	}
-	a := toNetlink(v)
-	err = m.h.AddrAdd(l, a)
-	if errors.Is(err, syscall.EEXIST) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("add %s to %s: %w", v.Prefix, link, err)
-	}
-	m.mu.Lock()
-	m.added[addrKey{link, v.Prefix}] = a
-	m.mu.Unlock()
-	return nil
+	return m.added.add(addrKey{link, v.Prefix}, func() (*netlink.Addr, bool, error) {
+		l, err := m.h.LinkByName(link)
+		if err != nil {
+			return nil, false, fmt.Errorf("add %s: link %s: %w", v.Prefix, link, err)
+		}
+		a := toNetlink(v)
+		err = m.h.AddrAdd(l, a)
+		if errors.Is(err, syscall.EEXIST) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("add %s to %s: %w", v.Prefix, link, err)
+		}
+		return a, true, nil
+	})
 }
 
 // Remove removes v from link if Add added it.
 func (m *Addrs) Remove(link string, v config.VIP) error {
-	k := addrKey{link, v.Prefix}
-	m.mu.Lock()
-	a, ok := m.added[k]
-	delete(m.added, k)
-	m.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	return m.del(link, a)
+	return m.added.remove(addrKey{link, v.Prefix}, func(a *netlink.Addr) error { return m.del(link, a) })
 }
 
 func (m *Addrs) del(link string, a *netlink.Addr) error {
@@ -139,17 +127,7 @@ func (m *Addrs) del(link string, a *netlink.Addr) error {
 
 // RemoveAll removes every address Add added.
 func (m *Addrs) RemoveAll() error {
-	m.mu.Lock()
-	added := m.added
-	m.added = map[addrKey]*netlink.Addr{}
-	m.mu.Unlock()
-	var errs []error
-	for k, a := range added {
-		if err := m.del(k.link, a); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return m.added.removeAll(func(k addrKey, a *netlink.Addr) error { return m.del(k.link, a) })
 }
 
 // Has reports whether link holds addr, for tests and status. List calls
@@ -182,14 +160,5 @@ func Has(h *netlink.Handle, link string, addr netip.Addr) (bool, error) {
 // from had claimed it.
 func (m *Addrs) take(from *Addrs, link string, prefix netip.Prefix) bool {
 	k := addrKey{link, prefix}
-	from.mu.Lock()
-	a, ok := from.added[k]
-	delete(from.added, k)
-	from.mu.Unlock()
-	if ok {
-		m.mu.Lock()
-		m.added[k] = a
-		m.mu.Unlock()
-	}
-	return ok
+	return m.added.take(from.added, k, k)
 }

@@ -3,10 +3,18 @@
 // keepalived speaks it, so that a director pair may be one directord and one
 // keepalived.
 //
-// The package is split as Seesaw's ha package is: the pure parts (the packet
-// codec in packet.go, and later the state machine) take bytes, events and an
-// injected clock and touch no socket, so that they are tested without root;
-// the network side is one small file per kernel interface.
+// The package is split as Seesaw's ha package is: the pure parts take
+// bytes, events, configuration and an injected clock and touch no socket,
+// so that they are tested without root; the network side is one small
+// _linux file per kernel interface. The pure parts: the packet codec
+// (packet.go, ah.go, announce.go), the state machine and its driver
+// (machine.go, driver.go), the translation of an instance's configuration
+// into its socket, Params, Expect and addresses (settings.go), what it
+// tracks and the priority that gives (priority.go, track.go), sync groups
+// (syncgroup.go), the set of kernel entries directord claims and a reload
+// hands over (installed.go), the Node's notify and hand-over decisions
+// (node.go) and reload plans (reload.go). node_linux.go opens the sockets
+// and wires them to these.
 //
 // # Packets
 //

@@ -30,7 +30,7 @@ type Node struct {
 	addrs      *Addrs
 	routes     *Routes
 	rules      *Rules
-	groups     []*groupNotifier
+	groups     []*syncGroup
 	socks      []*sock
 	insts      []*instance
 	track      *tracking
@@ -81,8 +81,8 @@ func (in *instance) firewall(on bool) {
 		return
 	}
 	var addrs []netip.Addr
-	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		addrs = append(addrs, v.Prefix.Addr())
+	for _, a := range instanceAddrs(in.cfg) {
+		addrs = append(addrs, a.VIP.Prefix.Addr())
 	}
 	if err := in.node.fw.Drop(addrs, on); err != nil {
 		in.node.log.Error("vrrp firewall", "instance", in.cfg.Name, "err", err)
@@ -121,6 +121,8 @@ type instance struct {
 	annAddrs map[string][]netip.Addr // the addresses on each
 	garps    chan int                // bursts to send, off the state machine's path
 	params   Params
+	mode     ChecksumMode // its adverts'
+	ahTTL    uint8        // the TTL its AH headers are computed with
 	expect   Expect
 	primary  netip.Addr
 	mcast    netip.Addr // the group it listens to; none when unicast
@@ -137,11 +139,9 @@ type instance struct {
 	// this host, which keeps it in FAULT (srcAbsent).
 	srcMissing bool
 
-	group   *config.SyncGroup
-	members []*instance    // the others of its sync group
-	forcing bool           // a transition the group forces: not passed on
-	gnotes  *groupNotifier // its sync group's, shared by the members
-	state   atomic.Uint32  // the machine's state, for the group's notify
+	group *config.SyncGroup
+	sync  *syncMember   // its place in its sync group; nil outside any
+	state atomic.Uint32 // the machine's state, for the group's notify
 
 	// deleted: a reload removed the instance; its stop tells the notify
 	// scripts DELETED (notify_deleted) or FAULT instead of STOP.
@@ -183,26 +183,12 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		}
 		n.insts = append(n.insts, in)
 	}
-	groups := map[string]*config.SyncGroup{}
-	for _, g := range cfg.SyncGroups {
-		groups[g.Name] = g
-	}
-	for _, in := range n.insts {
-		in.group = groups[in.cfg.SyncGroup]
-	}
-	gnotes := map[*config.SyncGroup]*groupNotifier{}
-	for _, in := range n.insts {
-		for _, o := range n.insts {
-			if o != in && in.group != nil && o.group == in.group {
-				in.members = append(in.members, o)
-			}
-		}
-		if in.group != nil {
-			if gnotes[in.group] == nil {
-				gnotes[in.group] = &groupNotifier{group: in.group, log: log}
-				n.groups = append(n.groups, gnotes[in.group])
-			}
-			in.gnotes = gnotes[in.group]
+	var members []*syncMember
+	members, n.groups = newSyncGroups(cfg.SyncGroups, cfg.Instances)
+	for i, in := range n.insts {
+		if m := members[i]; m != nil {
+			in.sync, in.group = m, m.group.cfg
+			m.state, m.force = &in.state, in.drv.Force
 		}
 	}
 	// Removing a subnet's primary address removes its secondaries too,
@@ -215,13 +201,12 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		if ci.PromoteSecondaries && ci.Interface != "" {
 			n.promote(ci.Interface)
 		}
-		for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-			dev := ci.AddrDev(v)
-			if ci.VMAC != nil && dev == ci.VMAC.Name {
+		for _, a := range instanceAddrs(ci) {
+			if ci.VMAC != nil && a.Dev == ci.VMAC.Name {
 				continue // vmacSysctls set it, on a link that goes with the Node
 			}
-			if v.Prefix.Addr().Is4() && dev != "" {
-				n.promote(dev)
+			if a.VIP.Prefix.Addr().Is4() && a.Dev != "" {
+				n.promote(a.Dev)
 			}
 		}
 	}
@@ -253,68 +238,47 @@ func (n *Node) faultOf(in *instance) (uint8, bool) {
 	if in.noPeer {
 		fault = true
 	}
-	for _, o := range in.members {
-		if _, f := n.track.effective(o); f {
-			fault = true
+	if in.sync != nil {
+		for _, o := range in.sync.others {
+			if _, f := n.track.effective(n.insts[o.idx]); f {
+				fault = true
+			}
 		}
 	}
 	return p, fault
 }
 
 func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[string]*sock) (*instance, error) {
-	ipv6 := ci.Family == config.Inet6
-	group := cfg.Global.MCastGroup4
-	if ipv6 {
-		group = cfg.Global.MCastGroup6
-	}
-	if ci.MCastDstIP.IsValid() {
-		group = ci.MCastDstIP
-	}
-	unicast := len(ci.UnicastPeers) > 0
-	if ci.UnicastFaultNoPeer && !unicast {
-		// keepalived: no peers and unicast_fault_no_peer is FAULT, not
-		// multicast.
+	ss := socketOf(cfg, ci)
+	if ss.NoPeer {
 		n.log.Warn("vrrp instance has no unicast peer: FAULT (unicast_fault_no_peer)", "instance", ci.Name, "vrid", ci.VRID)
-		unicast = true
 	}
-	if unicast {
-		group = netip.Addr{}
-	}
-	ah := ci.Auth != nil && ci.Version == 2 && ci.Auth.Type == config.AuthAH && !ipv6
-	ifname := sendIf(ci)
-	key := fmt.Sprintf("%s/%v/%s/ah=%v", ifname, ipv6, group, ah)
-	if unicast {
-		key += fmt.Sprintf("/ttl=%d", ci.UnicastTTL)
-	}
-	s := socks[key]
+	s := socks[ss.Key]
 	if s == nil {
 		open := OpenConn
-		if ah {
+		if ss.AH {
 			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
 		}
-		conn, err := open(ifname, ipv6, group)
-		if err == nil && unicast {
-			if err = conn.SetUnicastTTL(ci.UnicastTTL); err != nil {
+		conn, err := open(ss.Interface, ss.IPv6, ss.Group)
+		if err == nil && ss.Unicast {
+			if err = conn.SetUnicastTTL(ss.TTL); err != nil {
 				conn.Close()
-				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ifname, err)
+				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ss.Interface, err)
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		s = &sock{conn: conn, ipv6: ipv6, byID: map[uint8]*instance{}}
-		socks[key] = s
+		s = &sock{conn: conn, ipv6: ss.IPv6, byID: map[uint8]*instance{}}
+		socks[ss.Key] = s
 		n.socks = append(n.socks, s)
 	}
-	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500), noPeer: unicast && ci.UnicastFaultNoPeer}
+	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500), noPeer: ss.NoPeer}
 	s.byID[uint8(ci.VRID)] = in
 	var err error
-	switch {
-	case ci.UnicastSrcIP.IsValid():
-		in.primary = ci.UnicastSrcIP
-	case ci.MCastSrcIP.IsValid():
-		in.primary = ci.MCastSrcIP
-	default:
+	src, configured := configuredSrc(ci)
+	in.primary = src
+	if !configured {
 		// The interface's own address, also for a macvlan's adverts
 		// (keepalived's VRRP_PKT_SADDR: the configured interface's).
 		ifi := s.conn.Interface()
@@ -323,42 +287,27 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 				return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, ci.Interface, err)
 			}
 		}
-		if in.primary, err = PrimaryAddr(ifi, ipv6); err != nil {
+		if in.primary, err = PrimaryAddr(ifi, ss.IPv6); err != nil {
 			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
-	if unicast && (ci.UnicastSrcIP.IsValid() || ci.MCastSrcIP.IsValid()) && srcAbsent(in.primary) {
+	if ss.Unicast && configured && srcAbsent(in.primary) {
 		in.srcMissing = true
 		in.logger().Warn("vrrp source address is not on this host: the instance stays in FAULT, as keepalived's does",
 			"src", in.primary)
 	}
-	if unicast {
-		// One configuration often serves both peers: our own address in
-		// the list is skipped.
-		for _, p := range ci.UnicastPeers {
-			if p.Addr != in.primary {
-				in.dsts = append(in.dsts, p.Addr)
-			}
-		}
-		// unicast_fault_no_peer is FAULT only for an empty list:
-		// keepalived 2.2.7 with its own address as its only peer runs,
-		// and becomes master (checked in a namespace).
-		in.noPeer = in.noPeer && len(ci.UnicastPeers) == 0
-	} else {
-		in.dsts = []netip.Addr{group}
-		in.mcast = group
-	}
-	for _, v := range ci.VIPs {
-		in.vips = append(in.vips, v.Prefix.Addr())
+	as := advertOf(ci, ss, in.primary)
+	in.mode, in.ahTTL = as.Mode, as.AHTTL
+	in.dsts, in.mcast, in.vips = as.Dsts, as.MCast, as.VIPs
+	in.params, in.expect = as.Params, as.Expect
+	if ss.AH {
+		in.ah = &AHState{Key: as.AHKey, Unicast: ss.Unicast}
+		in.abuf = make([]byte, 0, 1500)
 	}
 	// One announcer per device the instance's addresses live on: each is
 	// announced where it was added.
 	in.anns = map[string]*Announcer{}
-	in.annAddrs = map[string][]netip.Addr{}
-	for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
-		dev := ci.AddrDev(v)
-		in.annAddrs[dev] = append(in.annAddrs[dev], v.Prefix.Addr())
-	}
+	in.annAddrs = addrsByDev(ci)
 	for dev, addrs := range in.annAddrs {
 		pace := n.pacers[dev]
 		if pace == nil {
@@ -380,54 +329,8 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			return nil, fmt.Errorf("vrrp: instance %s: %w", ci.Name, err)
 		}
 	}
-	in.params = Params{
-		Version: uint8(ci.Version), VRID: uint8(ci.VRID), Priority: uint8(ci.Priority),
-		AdvertInt: ci.AdvertInt, Preempt: ci.Preempt, PreemptDelay: ci.PreemptDelay,
-		Primary: in.primary, LowerPrioNoAdvert: ci.LowerPrioNoAdvert, HigherPrioSendAdvert: ci.HigherPrioSendAdvert,
-		InitMaster: ci.State == config.Master,
-		Garp: GarpParams{Repeat: ci.Garp.MasterRepeat, Delay: ci.Garp.MasterDelay,
-			LowerPrioDelay: ci.Garp.LowerPrioDelay, LowerPrioRep: ci.Garp.LowerPrioRepeat,
-			Refresh: ci.Garp.MasterRefresh, RefreshRepeat: ci.Garp.MasterRefreshRepeat},
-	}
-	in.expect = Expect{Version: uint8(ci.Version), Interval: in.interval(), Unicast: unicast,
-		CheckSource: ci.CheckUnicastSrc && unicast, Addrs: in.vips, CheckAddrs: true}
-	switch {
-	case ah:
-		// The password is the HMAC key; the advert's field stays zero.
-		in.expect.AuthType = AuthAH
-		in.ah = &AHState{Key: NewAHKey(ci.Auth.Pass), Unicast: unicast}
-		in.abuf = make([]byte, 0, 1500)
-	case ci.Auth != nil && ci.Version == 2:
-		in.expect.AuthType = AuthSimple
-		copy(in.expect.AuthData[:], ci.Auth.Pass)
-	}
-	for _, p := range ci.UnicastPeers {
-		in.expect.Peers = append(in.expect.Peers, p.Addr)
-		in.expect.MinTTL = max(in.expect.MinTTL, uint8(p.MinTTL))
-		if p.MaxTTL > 0 {
-			in.expect.MaxTTL = uint8(p.MaxTTL)
-		}
-	}
 	in.drv = NewDriver(in.params, in)
 	return in, nil
-}
-
-// sendIf is the interface an instance sends and hears adverts on: its
-// macvlan for use_vmac, unless vmac_xmit_base (keepalived's
-// vrrp_scheduler: the socket's interface), else its interface.
-func sendIf(ci *config.Instance) string {
-	if ci.VMAC != nil && !ci.VMAC.XmitBase {
-		return ci.VMAC.Name
-	}
-	return ci.Interface
-}
-
-// interval is our advert interval in the version's unit.
-func (in *instance) interval() uint16 {
-	if in.cfg.Version == 2 {
-		return uint16(in.cfg.AdvertInt / time.Second)
-	}
-	return uint16(in.cfg.AdvertInt / (10 * time.Millisecond))
 }
 
 // Run runs every instance until ctx ends, then stops them cleanly
@@ -559,22 +462,7 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 	// A sync group whose members all resumed in one state is in it: no
 	// group notify for it (keepalived's state_same_at_reload).
 	for _, g := range n.groups {
-		var st State
-		first, all := true, true
-		for _, in := range n.insts {
-			if in.gnotes != g {
-				continue
-			}
-			s := State(in.state.Load())
-			if !in.resumed || (!first && s != st) {
-				all = false
-				break
-			}
-			st, first = s, false
-		}
-		if all && !first {
-			g.last = st
-		}
+		g.resumed(func(m *syncMember) bool { return n.insts[m.idx].resumed })
 	}
 }
 
@@ -587,12 +475,11 @@ func (in *instance) takeOver(old *instance) bool {
 	in.firewall(true)
 	old.firewall(false)
 	added := false
-	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		dev := in.cfg.AddrDev(v)
-		if in.node.addrs.take(old.node.addrs, dev, v.Prefix) {
+	for _, a := range instanceAddrs(in.cfg) {
+		if in.node.addrs.take(old.node.addrs, a.Dev, a.VIP.Prefix) {
 			continue
 		}
-		if err := in.node.addrs.Add(dev, v); err != nil {
+		if err := in.node.addrs.Add(a.Dev, a.VIP); err != nil {
 			in.logger().Error("vrrp address", "err", err)
 		}
 		added = true
@@ -779,10 +666,7 @@ func (n *Node) read(s *sock) {
 		// keepalived checks the addresses (and the unicast source and
 		// TTL range) of every advert, except, with skip_check_adv_addr,
 		// a backup's adverts from the master it heard last.
-		e := in.expect
-		if in.cfg.SkipCheckAdvAddr && backup && r.Src == in.advSrc {
-			e.CheckAddrs, e.CheckSource, e.MinTTL, e.MaxTTL = false, false, 0, 0
-		}
+		e := expectFrom(in.expect, in.cfg.SkipCheckAdvAddr, backup, r.Src, in.advSrc)
 		reason, own := admit(&a, r, in.mcast, in.primary, &e)
 		if reason != DropNone {
 			in.drops[reason].Add(1)
@@ -810,8 +694,7 @@ func (n *Node) read(s *sock) {
 
 // SendAdvert is an Action: one advert to the group or each unicast peer.
 func (in *instance) SendAdvert(prio uint8) {
-	a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: prio, Interval: in.interval(),
-		AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
+	a := newAdvert(&in.params, &in.expect, in.vips, prio)
 	var id uint16
 	var seq uint32
 	if in.ah != nil {
@@ -819,16 +702,9 @@ func (in *instance) SendAdvert(prio uint8) {
 		id, seq = in.ah.Next()
 	}
 	for _, dst := range in.dsts {
-		mode := PseudoHeader
-		if in.cfg.ChecksumAsV2 {
-			mode = MessageOnly
-		}
-		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, mode)
+		b, err := a.AppendMarshal(in.buf[:0], in.primary, dst, in.mode)
 		if err == nil && in.ah != nil {
-			h := AHHeader{Src: in.primary, Dst: dst, TTL: 255, ID: id, Seq: seq}
-			if in.ah.Unicast {
-				h.TTL = uint8(in.cfg.UnicastTTL)
-			}
+			h := AHHeader{Src: in.primary, Dst: dst, TTL: in.ahTTL, ID: id, Seq: seq}
 			b = AppendAH(in.abuf[:0], &h, b, &in.ah.Key, in.ah.Unicast)
 		}
 		if err == nil {
@@ -915,10 +791,8 @@ func (in *instance) Transition(from, to State) {
 	defer in.groupNotify(to)
 	// The rest of a sync group follows a member that becomes master, or
 	// that gives mastership up to another router.
-	if !in.forcing && (to == Master || (from == Master && to == Backup)) {
-		for _, o := range in.members {
-			o.drv.Force(to, func(f bool) { o.forcing = f })
-		}
+	if in.sync != nil {
+		in.sync.follow(from, to)
 	}
 	if to == Master && in.ah != nil {
 		in.ah.BecomeMaster()
@@ -946,13 +820,12 @@ func (in *instance) Transition(from, to State) {
 
 // addresses adds (on) or removes the instance's virtual addresses.
 func (in *instance) addresses(on bool) {
-	for _, v := range append(append([]config.VIP{}, in.cfg.VIPs...), in.cfg.ExcludedVIPs...) {
-		dev := in.cfg.AddrDev(v)
+	for _, a := range instanceAddrs(in.cfg) {
 		var err error
 		if on {
-			err = in.node.addrs.Add(dev, v)
+			err = in.node.addrs.Add(a.Dev, a.VIP)
 		} else {
-			err = in.node.addrs.Remove(dev, v)
+			err = in.node.addrs.Remove(a.Dev, a.VIP)
 		}
 		if err != nil {
 			in.logger().Error("vrrp address", "err", err)
@@ -975,26 +848,6 @@ func (in *instance) installRoutes(on bool) {
 	}
 }
 
-// InstanceStatus is one instance's state for status displays and tests.
-type InstanceStatus struct {
-	Name        string
-	State       State
-	Priority    uint8
-	MasterAddr  netip.Addr
-	Sent        uint64
-	Received    uint64
-	Transitions uint64
-	Since       time.Time // the last transition
-	Drops       map[string]uint64
-	// Yielding: an operator's hand-over holds the instance back (Yield).
-	Yielding bool
-	// Primary is the address its adverts come from.
-	Primary netip.Addr
-}
-
-// ErrNoInstance is Yield's error for a name no instance has.
-var ErrNoInstance = errors.New("no such VRRP instance")
-
 // Yield starts (on) or ends an operator's hand-over for the instance
 // named, with the rest of its sync group (a member alone would be forced
 // back and forth by its group), or every instance for "" (Machine.Yield).
@@ -1007,27 +860,18 @@ func (n *Node) Yield(name string, on bool) ([]string, error) { return n.yield(na
 func (n *Node) YieldFromStart(name string) ([]string, error) { return n.yield(name, true, true) }
 
 func (n *Node) yield(name string, on, beforeRun bool) ([]string, error) {
-	var targets []*instance
-	for _, in := range n.insts {
-		if name == "" || in.cfg.Name == name {
-			targets = append(targets, in)
-			if name != "" {
-				targets = append(targets, in.members...)
-			}
-		}
+	cfgs := make([]*config.Instance, len(n.insts))
+	members := make([]*syncMember, len(n.insts))
+	for i, in := range n.insts {
+		cfgs[i], members[i] = in.cfg, in.sync
 	}
-	if len(targets) == 0 {
-		return nil, fmt.Errorf("%s: %w", name, ErrNoInstance)
-	}
-	if on {
-		for _, in := range targets {
-			if in.params.Priority == 255 {
-				return nil, fmt.Errorf("%s owns its addresses (priority 255): it cannot hand them over", in.cfg.Name)
-			}
-		}
+	idx, err := yieldTargets(cfgs, members, name, on)
+	if err != nil {
+		return nil, err
 	}
 	var names []string
-	for _, in := range targets {
+	for _, i := range idx {
+		in := n.insts[i]
 		if beforeRun {
 			in.drv.m.Yield(time.Now(), on) // no goroutine has the machine yet
 		} else {

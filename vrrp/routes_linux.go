@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -18,13 +17,12 @@ import (
 // removes exactly those it installed.
 type Routes struct {
 	h     *netlink.Handle
-	mu    sync.Mutex
-	added map[string]*netlink.Route
+	added *installed[string, *netlink.Route]
 }
 
 // NewRoutes returns a Routes working through h.
 func NewRoutes(h *netlink.Handle) *Routes {
-	return &Routes{h: h, added: map[string]*netlink.Route{}}
+	return &Routes{h: h, added: newInstalled[string, *netlink.Route]()}
 }
 
 var routeTypes = map[string]int{
@@ -83,65 +81,45 @@ func routeKey(cr config.Route) string { return fmt.Sprintf("%s %d %s", cr.Dst, c
 
 // Add installs cr; a route already there is left alone and not claimed.
 func (r *Routes) Add(cr config.Route, dev string) error {
-	rt, err := r.toRoute(cr, dev)
-	if err != nil {
-		return fmt.Errorf("route %s: %w", cr.Dst, err)
-	}
-	err = r.h.RouteAdd(rt)
-	if errors.Is(err, syscall.EEXIST) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("add route %s: %w", cr.Dst, err)
-	}
-	r.mu.Lock()
-	r.added[routeKey(cr)] = rt
-	r.mu.Unlock()
-	return nil
+	return r.added.add(routeKey(cr), func() (*netlink.Route, bool, error) {
+		rt, err := r.toRoute(cr, dev)
+		if err != nil {
+			return nil, false, fmt.Errorf("route %s: %w", cr.Dst, err)
+		}
+		err = r.h.RouteAdd(rt)
+		if errors.Is(err, syscall.EEXIST) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("add route %s: %w", cr.Dst, err)
+		}
+		return rt, true, nil
+	})
 }
 
 // Remove removes cr if Add installed it.
 func (r *Routes) Remove(cr config.Route) error {
-	r.mu.Lock()
-	rt, ok := r.added[routeKey(cr)]
-	delete(r.added, routeKey(cr))
-	r.mu.Unlock()
-	if !ok {
+	return r.added.remove(routeKey(cr), func(rt *netlink.Route) error {
+		if err := r.h.RouteDel(rt); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("remove route %s: %w", cr.Dst, err)
+		}
 		return nil
-	}
-	if err := r.h.RouteDel(rt); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("remove route %s: %w", cr.Dst, err)
-	}
-	return nil
+	})
 }
 
 // RemoveAll removes every route Add installed.
 func (r *Routes) RemoveAll() error {
-	r.mu.Lock()
-	added := r.added
-	r.added = map[string]*netlink.Route{}
-	r.mu.Unlock()
-	var errs []error
-	for _, rt := range added {
+	return r.added.removeAll(func(_ string, rt *netlink.Route) error {
 		if err := r.h.RouteDel(rt); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("remove route %s: %w", rt.Dst, err))
+			return fmt.Errorf("remove route %s: %w", rt.Dst, err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
 }
 
 // take moves the claim on the route old (as another Routes installed it)
 // to r, as the route cur: the route stays and r will remove it. It reports
 // whether from had installed it.
 func (r *Routes) take(from *Routes, old, cur config.Route) bool {
-	from.mu.Lock()
-	rt, ok := from.added[routeKey(old)]
-	delete(from.added, routeKey(old))
-	from.mu.Unlock()
-	if ok {
-		r.mu.Lock()
-		r.added[routeKey(cur)] = rt
-		r.mu.Unlock()
-	}
-	return ok
+	return r.added.take(from.added, routeKey(old), routeKey(cur))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -19,13 +18,12 @@ import (
 // removes exactly those it installed.
 type Rules struct {
 	h     *netlink.Handle
-	mu    sync.Mutex
-	added map[string]*netlink.Rule
+	added *installed[string, *netlink.Rule]
 }
 
 // NewRules returns a Rules working through h.
 func NewRules(h *netlink.Handle) *Rules {
-	return &Rules{h: h, added: map[string]*netlink.Rule{}}
+	return &Rules{h: h, added: newInstalled[string, *netlink.Rule]()}
 }
 
 var ruleActions = map[string]uint8{"table": nl.FR_ACT_TO_TBL, "goto": nl.FR_ACT_GOTO, "nop": nl.FR_ACT_NOP,
@@ -91,12 +89,6 @@ func toRule(cr config.Rule) *netlink.Rule {
 	return r
 }
 
-// ruleKey names a rule by what makes it itself: its line, canonical.
-func ruleKey(cr config.Rule) string {
-	cr.Pos, cr.PriorityAuto = config.Pos{}, false
-	return config.Canonical(cr)
-}
-
 func ruleString(cr config.Rule) string {
 	from, to := "all", ""
 	if cr.From.IsValid() {
@@ -120,18 +112,17 @@ func (r *Rules) Add(cr config.Rule) error {
 			return fmt.Errorf("add rule %s: interface %s: %w", ruleString(cr), dev, err)
 		}
 	}
-	nr := toRule(cr)
-	err := r.h.RuleAdd(nr)
-	if errors.Is(err, syscall.EEXIST) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("add rule %s: %w", ruleString(cr), err)
-	}
-	r.mu.Lock()
-	r.added[ruleKey(cr)] = nr
-	r.mu.Unlock()
-	return nil
+	return r.added.add(ruleKey(cr), func() (*netlink.Rule, bool, error) {
+		nr := toRule(cr)
+		err := r.h.RuleAdd(nr)
+		if errors.Is(err, syscall.EEXIST) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("add rule %s: %w", ruleString(cr), err)
+		}
+		return nr, true, nil
+	})
 }
 
 // Clear removes cr whoever installed it, as keepalived clears its static
@@ -145,55 +136,32 @@ func (r *Rules) Clear(cr config.Rule) error {
 
 // Remove removes cr if Add installed it.
 func (r *Rules) Remove(cr config.Rule) error {
-	r.mu.Lock()
-	nr, ok := r.added[ruleKey(cr)]
-	delete(r.added, ruleKey(cr))
-	r.mu.Unlock()
-	if !ok {
+	return r.added.remove(ruleKey(cr), func(nr *netlink.Rule) error {
+		if err := r.h.RuleDel(nr); err != nil && !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("remove rule %s: %w", ruleString(cr), err)
+		}
 		return nil
-	}
-	if err := r.h.RuleDel(nr); err != nil && !errors.Is(err, syscall.ENOENT) {
-		return fmt.Errorf("remove rule %s: %w", ruleString(cr), err)
-	}
-	return nil
+	})
 }
 
 // Has reports whether Add installed cr and it is still claimed.
-func (r *Rules) Has(cr config.Rule) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.added[ruleKey(cr)] != nil
-}
+func (r *Rules) Has(cr config.Rule) bool { return r.added.has(ruleKey(cr)) }
 
 // RemoveAll removes every rule Add installed.
 func (r *Rules) RemoveAll() error {
-	r.mu.Lock()
-	added := r.added
-	r.added = map[string]*netlink.Rule{}
-	r.mu.Unlock()
-	var errs []error
-	for _, nr := range added {
+	return r.added.removeAll(func(_ string, nr *netlink.Rule) error {
 		if err := r.h.RuleDel(nr); err != nil && !errors.Is(err, syscall.ENOENT) {
-			errs = append(errs, fmt.Errorf("remove rule %s: %w", nr, err))
+			return fmt.Errorf("remove rule %s: %w", nr, err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
 }
 
 // take moves the claim on the rule cr from another Rules to r: the rule
 // stays and r will remove it. It reports whether from had installed it.
 func (r *Rules) take(from *Rules, cr config.Rule) bool {
 	k := ruleKey(cr)
-	from.mu.Lock()
-	nr, ok := from.added[k]
-	delete(from.added, k)
-	from.mu.Unlock()
-	if ok {
-		r.mu.Lock()
-		r.added[k] = nr
-		r.mu.Unlock()
-	}
-	return ok
+	return r.added.take(from.added, k, k)
 }
 
 // installRules adds (on) or removes the instance's virtual rules.
@@ -223,31 +191,4 @@ func (in *instance) takeRules(old *instance) {
 			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
 		}
 	}
-}
-
-// routingLinks are the interfaces the instance's virtual rules (iif, oif)
-// and routes (dev) name, tracked as keepalived tracks them
-// (add_vrrp_to_interface, TRACK_RULE and TRACK_ROUTE): weight 0, so one
-// down puts the instance in FAULT; no_track ones are not.
-func (in *instance) routingLinks(links map[string]bool) []Tracked {
-	var out []Tracked
-	seen := map[string]bool{}
-	add := func(dev string) {
-		if dev != "" && !seen[dev] {
-			seen[dev] = true
-			out = append(out, Tracked{Good: links[dev]})
-		}
-	}
-	for _, r := range in.cfg.Rules {
-		if !r.NoTrack {
-			add(r.IIf)
-			add(r.OIf)
-		}
-	}
-	for _, r := range in.cfg.Routes {
-		if !r.NoTrack {
-			add(r.Dev)
-		}
-	}
-	return out
 }

@@ -68,12 +68,6 @@ type Statics struct {
 	done      chan struct{}
 }
 
-type staticSet struct {
-	addrs  []config.VIP
-	routes []config.Route
-	rules  []config.Rule
-}
-
 // staticGroups are the rtnetlink groups Statics follows.
 var staticGroups = []uint{unix.RTNLGRP_LINK, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR}
 
@@ -215,36 +209,19 @@ func (s *Statics) Apply(cfg *config.Config) {
 // removeGone removes what Apply added that next does not have (or has
 // otherwise), rules first, and re-keys the routes that only moved.
 func (s *Statics) removeGone(next staticSet) {
-	keep := map[string]bool{}
-	for _, r := range next.rules {
-		keep[ruleKey(r)] = true
+	p := planStatics(s.cfg, next)
+	for _, r := range p.removeRules {
+		s.logErr("static rule", s.rules.Remove(r))
 	}
-	for _, r := range s.cfg.rules {
-		if !keep[ruleKey(r)] {
-			s.logErr("static rule", s.rules.Remove(r))
+	for _, r := range p.routes {
+		if r.moved {
+			s.routes.take(s.routes, r.old, r.cur)
+		} else {
+			s.logErr("static route", s.routes.Remove(r.old))
 		}
 	}
-	for _, old := range s.cfg.routes {
-		moved := false
-		for _, r := range next.routes {
-			if config.Canonical(old) == config.Canonical(r) {
-				s.routes.take(s.routes, old, r)
-				moved = true
-				break
-			}
-		}
-		if !moved {
-			s.logErr("static route", s.routes.Remove(old))
-		}
-	}
-	keep = map[string]bool{}
-	for _, v := range next.addrs {
-		keep[config.Canonical(v)] = true
-	}
-	for _, v := range s.cfg.addrs {
-		if !keep[config.Canonical(v)] {
-			s.logErr("static address", s.addrs.Remove(v.Dev, v))
-		}
+	for _, v := range p.removeAddrs {
+		s.logErr("static address", s.addrs.Remove(v.Dev, v))
 	}
 }
 

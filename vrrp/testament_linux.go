@@ -68,14 +68,9 @@ func (n *Node) bequeath() {
 			// know: the peer takes over after Master_Down_Interval.
 			continue
 		}
-		a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: 0, Interval: in.interval(),
-			AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
-		mode := PseudoHeader
-		if in.cfg.ChecksumAsV2 {
-			mode = MessageOnly
-		}
+		a := newAdvert(&in.params, &in.expect, in.vips, 0)
 		for _, dst := range in.dsts {
-			b, err := a.AppendMarshal(nil, in.primary, dst, mode)
+			b, err := a.AppendMarshal(nil, in.primary, dst, in.mode)
 			if err != nil {
 				continue
 			}
@@ -89,17 +84,15 @@ func (n *Node) bequeath() {
 
 // will lists the addresses Add added.
 func (m *Addrs) will() []WillAddr {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []WillAddr
-	for k, a := range m.added {
+	m.added.each(func(k addrKey, a *netlink.Addr) {
 		w := WillAddr{Link: k.link, Prefix: k.prefix}
 		if a.Peer != nil {
 			w.Peer, _ = netip.AddrFromSlice(a.Peer.IP)
 			w.Peer = w.Peer.Unmap()
 		}
 		out = append(out, w)
-	}
+	})
 	slices.SortFunc(out, func(a, b WillAddr) int { return a.Prefix.Addr().Compare(b.Prefix.Addr()) })
 	return out
 }

@@ -259,17 +259,3 @@ func trackedFiles(cfg *config.Config) map[string]bool {
 	}
 	return used
 }
-
-// fileEntries are what in's tracked files do to it, for effective.
-func (t *tracking) fileEntries(in *instance) []Tracked {
-	if t.files == nil {
-		return nil
-	}
-	var out []Tracked
-	for _, u := range FileUses(in.cfg, in.group) {
-		if v, ok := t.files.value(u.Name); ok {
-			out = append(out, fileTracked(v, u.Weight, u.Reverse))
-		}
-	}
-	return out
-}

@@ -2,7 +2,6 @@ package vrrp
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -45,32 +44,12 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	t := &tracking{node: n, runner: script.NewRunner(&cfg.Global), queue: script.NewQueue(n.log), ownQueue: true,
 		scripts: map[string]*trackedScript{}, links: map[string]bool{},
 		h: h}
-	byName := map[string]*config.VRRPScript{}
-	for _, s := range cfg.Scripts {
-		byName[s.Name] = s
+	on, off := scriptsTracked(cfg, func(c *config.VRRPScript) error { return t.runner.Prog(c.Script).Disabled })
+	for _, d := range off {
+		n.log.Warn("vrrp_script disabled: no instance tracks it", "vrrp_script", d.Name, "reason", d.Reason.Error())
 	}
-	warned := map[string]bool{}
-	use := func(ts []config.TrackScript) {
-		for _, s := range ts {
-			if c, ok := byName[s.Name]; ok && t.scripts[s.Name] == nil {
-				if p := t.runner.Prog(c.Script); p.Disabled != nil {
-					// As keepalived: a disabled vrrp_script (insecure, not
-					// found) is tracked by no one, rather than failing.
-					if !warned[s.Name] {
-						warned[s.Name] = true
-						n.log.Warn("vrrp_script disabled: no instance tracks it", "vrrp_script", s.Name, "reason", p.Disabled.Error())
-					}
-					continue
-				}
-				t.scripts[s.Name] = &trackedScript{cfg: c, check: NewCheck(c.Rise, c.Fall, c.InitFail)}
-			}
-		}
-	}
-	for _, in := range cfg.Instances {
-		use(in.TrackScripts)
-	}
-	for _, g := range cfg.SyncGroups {
-		use(g.TrackScripts)
+	for _, c := range on {
+		t.scripts[c.Name] = &trackedScript{cfg: c, check: NewCheck(c.Rise, c.Fall, c.InitFail)}
 	}
 	var err error
 	if t.files, err = newFileWatch(cfg, trackedFiles(cfg), n.log); err != nil {
@@ -191,39 +170,22 @@ func (t *tracking) runScript(ctx context.Context, s *trackedScript) {
 func (t *tracking) effective(in *instance) (uint8, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var list []Tracked
-	addScripts := func(ts []config.TrackScript) {
-		for _, s := range ts {
-			if st := t.scripts[s.Name]; st != nil {
-				list = append(list, Tracked{Weight: s.Weight, Reverse: s.Reverse, Good: st.check.Good()})
-			}
-		}
-	}
-	addLinks := func(ti []config.TrackInterface) {
-		for _, l := range ti {
-			list = append(list, Tracked{Weight: l.Weight, Reverse: l.Reverse, Good: t.links[l.Name]})
-		}
-	}
-	addScripts(in.cfg.TrackScripts)
-	addLinks(in.cfg.TrackInterfaces)
-	if g := in.group; g != nil {
-		addScripts(g.TrackScripts)
-		addLinks(g.TrackInterfaces)
-	}
-	list = append(list, t.fileEntries(in)...)
-	list = append(list, in.routingLinks(t.links)...)
-	list = append(list, t.processEntries(in)...)
-	if !in.cfg.DontTrackPrimary && in.cfg.Interface != "" {
-		list = append(list, Tracked{Good: t.links[in.cfg.Interface]})
-	}
-	if !in.cfg.DontTrackPrimary && in.cfg.VMAC != nil {
-		// Its macvlan too, as keepalived adds the instance to it: down or
-		// deleted under directord, the instance is in FAULT.
-		list = append(list, Tracked{Good: t.links[in.cfg.VMAC.Name]})
-	}
-	list = append(list, Tracked{Good: !in.srcMissing})
-	return Effective(uint8(in.cfg.Priority), list)
+	return Effective(uint8(in.cfg.Priority), trackedOf(in.cfg, in.group, in.srcMissing, trackSeen{t}))
 }
+
+// trackSeen is the tracking's trackView, read under its mutex.
+type trackSeen struct{ t *tracking }
+
+func (v trackSeen) script(name string) (bool, bool) {
+	if s := v.t.scripts[name]; s != nil {
+		return s.check.Good(), true
+	}
+	return false, false
+}
+
+func (v trackSeen) link(name string) bool             { return v.t.links[name] }
+func (v trackSeen) file(name string) (int64, bool)    { return v.t.files.value(name) }
+func (v trackSeen) process(name string) (up, ok bool) { return v.t.procs.up(name) }
 
 // ShareScripts makes the node's scripts run on q, which outlives the
 // node: Run then returns without waiting for its notify scripts (a reload
@@ -251,19 +213,9 @@ func (t *tracking) scriptsDone() {
 // order of its transitions, without holding up the state machine.
 func (in *instance) notify(from, to State, prio uint8) {
 	t := in.node.track
-	state := notifyState(to)
-	if to == Initialize && in.deleted.Load() {
-		// keepalived's clear_diff_vrrp: an instance a reload removed is
-		// told DELETED with notify_deleted, else FAULT, which an instance
-		// already in fault is not told again.
-		switch {
-		case in.cfg.Notify.Deleted != nil:
-			state = "DELETED"
-		case from == Fault:
-			return
-		default:
-			state = "FAULT"
-		}
+	state, tell := noticeOf(from, to, in.deleted.Load(), in.cfg.Notify.Deleted != nil)
+	if !tell {
+		return
 	}
 	if in.cfg.SMTPAlert {
 		t.alerts.Instance(in.cfg.Name, state)
@@ -274,48 +226,19 @@ func (in *instance) notify(from, to State, prio uint8) {
 	in.node.fifoInstance(in.cfg.Name, state, int(prio))
 }
 
-// notifyState is keepalived's name of a state in notify arguments: an
-// instance stopping is STOP.
-func notifyState(s State) string {
-	if s == Initialize {
-		return "STOP"
-	}
-	return s.String()
-}
-
-// groupNotifier runs a sync group's notify scripts when the group's state
-// changes: when every member has reached the same state.
-type groupNotifier struct {
-	group *config.SyncGroup
-	log   *slog.Logger
-	mu    sync.Mutex
-	last  State
-}
-
-// groupNotify is called on every member transition.
+// groupNotify is called on every member transition: the group's notify
+// runs when every member has reached the same state.
 func (in *instance) groupNotify(to State) {
-	g := in.gnotes
-	if g == nil {
+	if in.sync == nil || !in.sync.settled(to) {
 		return
 	}
-	for _, o := range in.members {
-		if State(o.state.Load()) != to {
-			return
-		}
-	}
-	g.mu.Lock()
-	changed := g.last != to
-	g.last = to
-	g.mu.Unlock()
-	if !changed {
-		return
-	}
+	g := in.sync.group.cfg
 	t := in.node.track
-	if g.group.SMTPAlert {
-		t.alerts.Group(g.group.Name, notifyState(to))
+	if g.SMTPAlert {
+		t.alerts.Group(g.Name, notifyState(to))
 	}
-	for _, j := range script.NotifyJobs(t.runner, &g.group.Notify, "GROUP", g.group.Name, notifyState(to), 0) {
+	for _, j := range script.NotifyJobs(t.runner, &g.Notify, "GROUP", g.Name, notifyState(to), 0) {
 		t.queue.Submit(j)
 	}
-	in.node.fifoGroup(g.group.Name, notifyState(to))
+	in.node.fifoGroup(g.Name, notifyState(to))
 }

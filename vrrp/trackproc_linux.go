@@ -478,17 +478,3 @@ func (w *procWatch) closeConn() {
 		}
 	})
 }
-
-// processEntries are what in's tracked processes do to it, for effective.
-func (t *tracking) processEntries(in *instance) []Tracked {
-	if t.procs == nil {
-		return nil
-	}
-	var out []Tracked
-	for _, u := range ProcessUses(in.cfg, in.group) {
-		if up, ok := t.procs.up(u.Name); ok {
-			out = append(out, processTracked(u, up))
-		}
-	}
-	return out
-}
