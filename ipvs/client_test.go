@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
@@ -27,7 +28,24 @@ type fakeKernel struct {
 	requests  int
 	noAnswers bool // drop every answer, as a wedged kernel would
 	overrun   bool // the next Receive fails with ENOBUFS, answers still queued
+	split     bool // a dump's answers one datagram each, as a long dump's come
+	// The socket's deadline: deadlines counts the calls that set one;
+	// expired fails every read and write with a timeout until the next.
+	deadlines   int
+	expired     bool
+	expireAfter int // when not 0, the deadline passes after that many reads
 }
+
+func (k *fakeKernel) SetDeadline(time.Time) error {
+	k.deadlines++
+	k.expired = false
+	return nil
+}
+func (k *fakeKernel) SetReadDeadline(t time.Time) error  { return k.SetDeadline(t) }
+func (k *fakeKernel) SetWriteDeadline(t time.Time) error { return k.SetDeadline(t) }
+
+// timeout is what a socket's read or write past its deadline returns.
+var timeout = os.NewSyscallError("recvmsg", os.ErrDeadlineExceeded)
 
 const fakePID = 4242
 
@@ -36,6 +54,9 @@ func (k *fakeKernel) Close() error { return nil }
 func (k *fakeKernel) Send(m netlink.Message) error { return k.SendMessages([]netlink.Message{m}) }
 
 func (k *fakeKernel) SendMessages(ms []netlink.Message) error {
+	if k.expired {
+		return timeout
+	}
 	k.writes++
 	for _, m := range ms {
 		k.requests++
@@ -101,7 +122,12 @@ func (k *fakeKernel) serve(req netlink.Message) {
 		dgram = append(dgram, netlink.Message{Header: netlink.Header{Type: netlink.Done, Flags: netlink.Multi,
 			Sequence: req.Header.Sequence, PID: fakePID}, Data: make([]byte, 4)})
 	}
-	if len(dgram) > 0 {
+	switch {
+	case k.split:
+		for _, m := range dgram {
+			k.queue = append(k.queue, []netlink.Message{m})
+		}
+	case len(dgram) > 0:
 		k.queue = append(k.queue, dgram)
 	}
 	if req.Header.Flags&netlink.Acknowledge != 0 {
@@ -110,6 +136,9 @@ func (k *fakeKernel) serve(req netlink.Message) {
 }
 
 func (k *fakeKernel) Receive() ([]netlink.Message, error) {
+	if k.expired {
+		return nil, timeout
+	}
 	if k.overrun {
 		k.overrun = false
 		return nil, os.NewSyscallError("recvmsg", syscall.ENOBUFS)
@@ -119,6 +148,10 @@ func (k *fakeKernel) Receive() ([]netlink.Message, error) {
 	}
 	d := k.queue[0]
 	k.queue = k.queue[1:]
+	if k.expireAfter > 0 {
+		k.expireAfter--
+		k.expired = k.expireAfter == 0
+	}
 	return d, nil
 }
 
@@ -382,5 +415,71 @@ func TestStopSyncDaemonWithoutAnAnswer(t *testing.T) {
 				t.Errorf("next call: %v %v", ds, err)
 			}
 		})
+	}
+}
+
+// TestDeadlineArmedWhenItHasPassed: a call leaves the socket's deadline
+// as an earlier one set it (reading the clock is a system call in some
+// guests) and arms a new one only when it has passed, once per call,
+// without losing the parts of a dump already read or waiting for ever.
+func TestDeadlineArmedWhenItHasPassed(t *testing.T) {
+	var dests []genetlink.Message
+	for i := range 3 {
+		d := Destination{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), Port: 80, Weight: 1}
+		m, err := destRequest(cmdNewDest, vs1, &d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dests = append(dests, m)
+	}
+	k := &fakeKernel{family: 0x1c, split: true}
+	k.handle = func(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, syscall.Errno) {
+		if m.Header.Command == cmdGetDest {
+			return dests, 0
+		}
+		return nil, 0
+	}
+	cl := dialFake(t, k)
+	if k.deadlines != 1 {
+		t.Fatalf("%d deadlines set by Dial, want 1", k.deadlines)
+	}
+	for range 100 {
+		if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
+			t.Fatalf("%v %v", ds, err)
+		}
+	}
+	if err := cl.CreateService(Service{ServiceKey: vs1, Scheduler: "rr"}); err != nil {
+		t.Fatal(err)
+	}
+	if k.deadlines != 1 {
+		t.Errorf("%d deadlines set by 101 calls, want none", k.deadlines-1)
+	}
+
+	// Passed before the call: rearmed once, and the call goes on.
+	k.expired = true
+	if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
+		t.Fatalf("after the deadline passed: %v %v", ds, err)
+	}
+	if k.deadlines != 2 {
+		t.Errorf("%d deadlines, want 2", k.deadlines)
+	}
+
+	// Passed in the middle of a dump: nothing of it lost.
+	k.expireAfter = 2
+	if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
+		t.Fatalf("deadline in the middle of a dump: %v %v", ds, err)
+	}
+	if k.deadlines != 3 {
+		t.Errorf("%d deadlines, want 3", k.deadlines)
+	}
+
+	// Passed again after the rearm: a timeout, not a wait for ever.
+	k.expired, k.noAnswers = true, true
+	if _, err := cl.Destinations(vs1); err == nil {
+		t.Fatal("no answer, and no error")
+	}
+	k.noAnswers = false
+	if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
+		t.Errorf("the next call: %v %v", ds, err)
 	}
 }
