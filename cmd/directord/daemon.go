@@ -359,6 +359,11 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 		d.waitScripts()
 		return exitFailure
 	}
+	// Where the start's time went (docs/benchmarks.md): reading the
+	// configuration, then building the model, the checks and the IPVS
+	// side (whose first sync logs its own time) and VRRP.
+	log.Debug("start: phases", "config_ms", o.loaded.Milliseconds(),
+		"start_ms", time.Since(o.begun.Add(o.loaded)).Milliseconds())
 	log.Info("directord started", "version", version, "config", o.file,
 		"instances", len(cfg.Instances), "virtual_servers", len(cfg.VirtualServers), "vrrp", d.node != nil, "ipvs", d.lvs != nil)
 	notifyReady()

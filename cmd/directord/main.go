@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/healthcheck"
@@ -72,8 +73,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "directord: DIRECTORD_CPUPROFILE: %v\n", err)
 		}
 	}
+	o.begun = time.Now()
 	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID, Strict: o.strict})
 	diags = append(diags, healthcheck.Diagnostics(cfg)...) // the SSL block's files
+	o.loaded = time.Since(o.begun)
 	netns := netNamespaceOf(o, cfg)
 	if netns != "" && !o.configTest && !o.dumpConfig && !diags.HasErrors() && !unreadable(diags, o.file) {
 		// Before anything is said or started: the daemon reads the file
