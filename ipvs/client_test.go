@@ -34,6 +34,7 @@ type fakeKernel struct {
 	deadlines   int
 	expired     bool
 	expireAfter int // when not 0, the deadline passes after that many reads
+	reads       int // datagrams read
 }
 
 func (k *fakeKernel) SetDeadline(time.Time) error {
@@ -148,6 +149,7 @@ func (k *fakeKernel) Receive() ([]netlink.Message, error) {
 	}
 	d := k.queue[0]
 	k.queue = k.queue[1:]
+	k.reads++
 	if k.expireAfter > 0 {
 		k.expireAfter--
 		k.expired = k.expireAfter == 0
@@ -253,9 +255,11 @@ func TestApplyBatchesAndReportsEachFailure(t *testing.T) {
 		return nil, 0
 	}
 	cl := dialFake(t, k)
-	k.writes = 0
+	k.writes, k.reads = 0, 0
 
-	// 100 services of 5 destinations: 600 requests, three writes.
+	// 100 services of 5 destinations: 600 requests, three writes, and
+	// three reads more than the failures (the last of each batch asks
+	// for an acknowledgement, the others are answered only if they fail).
 	var ops []Op
 	for i := range 100 {
 		s := Service{ServiceKey: AddrKey(TCP, netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), uint16(8000+i))), Scheduler: "rr"}
@@ -268,6 +272,9 @@ func TestApplyBatchesAndReportsEachFailure(t *testing.T) {
 	err := cl.Apply(ops)
 	if k.writes != 3 || len(seen) != 600 {
 		t.Errorf("%d writes for %d requests, want 3 for 600", k.writes, len(seen))
+	}
+	if k.reads != 5 {
+		t.Errorf("%d answers read, want 5: two errors, three acknowledgements", k.reads)
 	}
 	if !errors.Is(err, os.ErrExist) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("error %v: want both failures", err)
@@ -481,5 +488,33 @@ func TestDeadlineArmedWhenItHasPassed(t *testing.T) {
 	k.noAnswers = false
 	if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
 		t.Errorf("the next call: %v %v", ds, err)
+	}
+}
+
+// TestApplyLastOpFails: the last request of a batch, the one that asks for
+// an acknowledgement, is answered with its error alone, and that ends the
+// batch.
+func TestApplyLastOpFails(t *testing.T) {
+	k := &fakeKernel{family: 0x1c}
+	k.handle = func(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, syscall.Errno) {
+		if m.Header.Command == cmdDelService {
+			return nil, syscall.ESRCH
+		}
+		return nil, 0
+	}
+	cl := dialFake(t, k)
+	k.reads = 0
+	err := cl.Apply([]Op{
+		{Kind: AddService, Service: Service{ServiceKey: vs1, Scheduler: "rr"}},
+		{Kind: DelService, Service: Service{ServiceKey: vs6}},
+	})
+	if err == nil || err.Error() != "ipvs: delete service UDP [2001:db8::1]:53: no such service" {
+		t.Fatalf("got %v", err)
+	}
+	if k.reads != 1 || len(k.queue) != 0 {
+		t.Errorf("%d answers read, %d left; want 1 and none", k.reads, len(k.queue))
+	}
+	if err := cl.CreateService(Service{ServiceKey: vs1, Scheduler: "rr"}); err != nil {
+		t.Errorf("the next call: %v", err)
 	}
 }
