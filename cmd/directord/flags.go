@@ -14,6 +14,8 @@ type options struct {
 	// configuration took: the start's first phases, logged with -D.
 	begun      time.Time
 	loaded     time.Duration
+	execToMain time.Duration // from the exec to main, if execKnown
+	execKnown  bool
 	file       string // -f, --use-file
 	configTest bool   // -t, --config-test
 	strict     bool   // --strict: refuse what keepalived runs past
