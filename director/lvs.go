@@ -39,8 +39,6 @@ type LVS struct {
 	rec    *ipvs.Reconciler
 	syncd  *SyncDaemons
 	tmo    timeouts // lvs_timeouts, and the kernel's own to restore
-	// starting is set while Run takes the pools' first step.
-	starting bool
 
 	// KeepOnStop leaves the virtual servers in the kernel at stop
 	// (keepalived's --dont-release-ipvs), for a restart that adopts them
@@ -245,14 +243,8 @@ func (l *LVS) advance(i int) {
 		l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, up, init, int64(sum)))
 	}
 	lvl := slog.LevelInfo
-	switch {
-	case !up:
+	if !up {
 		lvl = slog.LevelWarn
-	case init && l.starting:
-		// keepalived says nothing of a virtual server whose quorum is
-		// up at the start (set_quorum_states), and a line each for
-		// 1,000 of them was seconds of a start in a slow guest.
-		lvl = slog.LevelDebug
 	}
 	l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", up)
 	if s := script.Quorum(p.VS, up); s != nil {
@@ -288,9 +280,7 @@ func (l *LVS) Run(ctx context.Context) error {
 	l.syncdOK = l.syncState()
 	// The pools start without quorum: their first step, before the
 	// first sync, says whether they have it.
-	l.starting = true
 	l.advanceAll()
-	l.starting = false
 
 	resync := time.NewTicker(l.Resync)
 	defer resync.Stop()

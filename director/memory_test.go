@@ -2,8 +2,6 @@ package director
 
 import (
 	"fmt"
-	"log/slog"
-	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -73,34 +71,4 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
-}
-
-// TestLVSStartQuietOnQuorumUp: at the start a virtual server whose quorum
-// is up is logged at debug level only, as keepalived, which says nothing
-// of it (set_quorum_states); a loss of quorum afterwards is a warning.
-func TestLVSStartQuietOnQuorumUp(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := &records{}
-		l, err := NewLVS(parse(t, lvsConf), newFakeKernel(), slog.New(h))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, stop := running(t, l)
-		for rs := range 2 {
-			l.Report(ctx, 0, rs, RealState{Alive: false, Weight: 1})
-		}
-		synctest.Wait()
-		stop()
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		var got []string
-		for _, r := range h.rs {
-			if r.Message == "virtual server quorum" {
-				got = append(got, r.Level.String())
-			}
-		}
-		if want := []string{"DEBUG", "WARN"}; !reflect.DeepEqual(got, want) {
-			t.Errorf("quorum records at levels %q, want %q", got, want)
-		}
-	})
 }
