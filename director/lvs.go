@@ -358,6 +358,7 @@ func (l *LVS) Run(ctx context.Context) error {
 			}
 			l.serving(true)
 		case <-retry.C:
+			began := time.Now()
 			l.want = l.Want()
 			res, err := l.rec.Sync(l.want)
 			l.count(len(res.Ops), err)
@@ -372,7 +373,8 @@ func (l *LVS) Run(ctx context.Context) error {
 			l.applySloppy(l.announces())
 			l.serving(true)
 			if len(res.Ops) > 0 || first {
-				l.log.Info("ipvs table programmed", "ops", len(res.Ops), "read_kernel", res.Read)
+				l.log.Info("ipvs table programmed", "ops", len(res.Ops), "read_kernel", res.Read,
+					"took", time.Since(began).Round(time.Millisecond).String())
 			}
 			for _, o := range res.Ops {
 				l.log.Debug("ipvs", "op", o.String())

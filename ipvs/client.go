@@ -101,6 +101,13 @@ func OpError(o *Op, errno syscall.Errno) error {
 // ErrUnavailable is returned by Dial when the kernel has no IPVS.
 var ErrUnavailable = errors.New("the kernel has no IPVS (generic netlink family IPVS not found; is the ip_vs module loaded?)")
 
+// readBuffer is the size of the buffer a Client reads each datagram into.
+// The kernel makes a dump's datagrams at most 32 KiB (netlink_recvmsg caps
+// the size it learns from the reader's buffer there) and every other
+// answer of IPVS is far smaller; a larger one would fail the read as
+// truncated, not be cut short silently.
+const readBuffer = 64 << 10
+
 // Options configure a Client.
 type Options struct {
 	// NetNS is a file descriptor of the network namespace to work in
@@ -129,7 +136,10 @@ func Dial(o *Options) (*Client, error) {
 		o = &Options{}
 	}
 	dial := func() (*netlink.Conn, error) {
-		c, err := netlink.Dial(genetlink.Protocol, &netlink.Config{NetNS: o.NetNS})
+		// A buffer of its own for every read, big enough for any datagram
+		// the kernel sends (a dump's are at most 32 KiB), spares the
+		// read that would first peek at each one's size.
+		c, err := netlink.Dial(genetlink.Protocol, &netlink.Config{NetNS: o.NetNS, MessageBufferSize: readBuffer})
 		if err != nil {
 			return nil, err
 		}
@@ -173,6 +183,8 @@ func newClient(c *netlink.Conn, timeout time.Duration) (*Client, error) {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
+	// The first deadline; execute arms the next when it has passed.
+	_ = c.SetDeadline(time.Now().Add(timeout))
 	return &Client{c: c, family: f.ID, timeout: timeout}, nil
 }
 
@@ -190,41 +202,55 @@ func (c *Client) request(m genetlink.Message, flags netlink.HeaderFlags) netlink
 // execute sends one request and returns the replies, decoded as generic
 // netlink messages. Answers to earlier requests (left by a call that
 // timed out) are skipped by their sequence number.
+//
+// The timeout is kept without reading the clock on every call: reading
+// it costs a system call in some guests (User-Mode Linux), and setting a
+// deadline reads it twice more, which was a third of a resync's time
+// there (1,000 dumps). The socket keeps the deadline an earlier call set;
+// when it has passed, the call arms a new one, once, and goes on. The
+// kernel does a generic netlink request's work inside sendmsg, so Send
+// returns once the answer is queued, however long the work took
+// (stopping a sync daemon waits for its thread), and a deadline that
+// passed meanwhile is rearmed rather than read as a timeout. A call so
+// waits for its answer at least the timeout and at most twice it.
 func (c *Client) execute(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.recover(); err != nil {
 		return nil, err
 	}
-	_ = c.c.SetDeadline(time.Now().Add(c.timeout))
+	rearmed := false
+	rearm := func(err error) bool {
+		if rearmed || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return false
+		}
+		rearmed = true
+		_ = c.c.SetDeadline(time.Now().Add(c.timeout))
+		return true
+	}
 	req, err := c.c.Send(c.request(m, flags))
+	if err != nil && rearm(err) {
+		// Nothing was sent: a write past its deadline fails before
+		// the system call, or after it found no room.
+		req, err = c.c.Send(c.request(m, flags))
+	}
 	if err != nil {
 		c.broken = true
 		return nil, err
 	}
-	// The kernel does a generic netlink request's work inside sendmsg, so
-	// Send returns once the answer is queued, however long the work took
-	// (stopping a sync daemon waits for its thread). No deadline can
-	// interrupt that work; the timeout bounds the wait for the answer,
-	// and starts again here, or a slow success would read as a timeout.
-	_ = c.c.SetReadDeadline(time.Now().Add(c.timeout))
 	seq := req.Header.Sequence
 	var out []genetlink.Message
 	for {
-		replies, err := c.c.Receive()
-		if err != nil {
-			var oe *netlink.OpError
-			switch {
-			case errors.As(err, &oe) && oe.Sequence == seq:
-				return nil, err // the kernel's answer
-			case errors.As(err, &oe) && oe.Sequence != 0:
-				continue // an earlier request's
+		// Message by message, not Receive: a deadline fails a read
+		// before it takes a datagram, so one that passed in the middle
+		// of a dump can be rearmed without losing its first parts.
+		done := flags&netlink.Dump != 0 // the whole dump, unless it failed
+		var failed error
+		for r, err := range c.c.ReceiveIter() {
+			if err != nil {
+				failed = err
+				break
 			}
-			c.broken = true // a timeout, an overrun: the socket's state is unknown
-			return nil, err
-		}
-		done := flags&netlink.Dump != 0 // Receive read the whole dump
-		for _, r := range replies {
 			if r.Header.Sequence != seq {
 				continue
 			}
@@ -234,12 +260,26 @@ func (c *Client) execute(m genetlink.Message, flags netlink.HeaderFlags) ([]gene
 			}
 			var gm genetlink.Message
 			if err := gm.UnmarshalBinary(r.Data); err != nil {
+				c.broken = true // the rest of the answer is left unread
 				return nil, err
 			}
 			out = append(out, gm)
 			if flags&netlink.Acknowledge == 0 {
 				done = true
 			}
+		}
+		if failed != nil {
+			var oe *netlink.OpError
+			switch {
+			case errors.As(failed, &oe) && oe.Sequence == seq:
+				return nil, failed // the kernel's answer
+			case errors.As(failed, &oe) && oe.Sequence != 0:
+				continue // an earlier request's
+			case rearm(failed):
+				continue
+			}
+			c.broken = true // a timeout, an overrun: the socket's state is unknown
+			return nil, failed
 		}
 		if done {
 			return out, nil
@@ -260,6 +300,7 @@ func (c *Client) recover() error {
 		}
 		c.c.Close()
 		c.c = nc
+		_ = c.c.SetDeadline(time.Now().Add(c.timeout))
 		c.broken = false
 		return nil
 	}

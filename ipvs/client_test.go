@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
@@ -27,7 +28,25 @@ type fakeKernel struct {
 	requests  int
 	noAnswers bool // drop every answer, as a wedged kernel would
 	overrun   bool // the next Receive fails with ENOBUFS, answers still queued
+	split     bool // a dump's answers one datagram each, as a long dump's come
+	// The socket's deadline: deadlines counts the calls that set one;
+	// expired fails every read and write with a timeout until the next.
+	deadlines   int
+	expired     bool
+	expireAfter int // when not 0, the deadline passes after that many reads
+	reads       int // datagrams read
 }
+
+func (k *fakeKernel) SetDeadline(time.Time) error {
+	k.deadlines++
+	k.expired = false
+	return nil
+}
+func (k *fakeKernel) SetReadDeadline(t time.Time) error  { return k.SetDeadline(t) }
+func (k *fakeKernel) SetWriteDeadline(t time.Time) error { return k.SetDeadline(t) }
+
+// timeout is what a socket's read or write past its deadline returns.
+var timeout = os.NewSyscallError("recvmsg", os.ErrDeadlineExceeded)
 
 const fakePID = 4242
 
@@ -36,6 +55,9 @@ func (k *fakeKernel) Close() error { return nil }
 func (k *fakeKernel) Send(m netlink.Message) error { return k.SendMessages([]netlink.Message{m}) }
 
 func (k *fakeKernel) SendMessages(ms []netlink.Message) error {
+	if k.expired {
+		return timeout
+	}
 	k.writes++
 	for _, m := range ms {
 		k.requests++
@@ -101,7 +123,12 @@ func (k *fakeKernel) serve(req netlink.Message) {
 		dgram = append(dgram, netlink.Message{Header: netlink.Header{Type: netlink.Done, Flags: netlink.Multi,
 			Sequence: req.Header.Sequence, PID: fakePID}, Data: make([]byte, 4)})
 	}
-	if len(dgram) > 0 {
+	switch {
+	case k.split:
+		for _, m := range dgram {
+			k.queue = append(k.queue, []netlink.Message{m})
+		}
+	case len(dgram) > 0:
 		k.queue = append(k.queue, dgram)
 	}
 	if req.Header.Flags&netlink.Acknowledge != 0 {
@@ -110,6 +137,9 @@ func (k *fakeKernel) serve(req netlink.Message) {
 }
 
 func (k *fakeKernel) Receive() ([]netlink.Message, error) {
+	if k.expired {
+		return nil, timeout
+	}
 	if k.overrun {
 		k.overrun = false
 		return nil, os.NewSyscallError("recvmsg", syscall.ENOBUFS)
@@ -119,6 +149,11 @@ func (k *fakeKernel) Receive() ([]netlink.Message, error) {
 	}
 	d := k.queue[0]
 	k.queue = k.queue[1:]
+	k.reads++
+	if k.expireAfter > 0 {
+		k.expireAfter--
+		k.expired = k.expireAfter == 0
+	}
 	return d, nil
 }
 
@@ -220,9 +255,11 @@ func TestApplyBatchesAndReportsEachFailure(t *testing.T) {
 		return nil, 0
 	}
 	cl := dialFake(t, k)
-	k.writes = 0
+	k.writes, k.reads = 0, 0
 
-	// 100 services of 5 destinations: 600 requests, three writes.
+	// 100 services of 5 destinations: 600 requests, three writes, and
+	// three reads more than the failures (the last of each batch asks
+	// for an acknowledgement, the others are answered only if they fail).
 	var ops []Op
 	for i := range 100 {
 		s := Service{ServiceKey: AddrKey(TCP, netip.AddrPortFrom(netip.MustParseAddr("192.0.2.1"), uint16(8000+i))), Scheduler: "rr"}
@@ -235,6 +272,9 @@ func TestApplyBatchesAndReportsEachFailure(t *testing.T) {
 	err := cl.Apply(ops)
 	if k.writes != 3 || len(seen) != 600 {
 		t.Errorf("%d writes for %d requests, want 3 for 600", k.writes, len(seen))
+	}
+	if k.reads != 5 {
+		t.Errorf("%d answers read, want 5: two errors, three acknowledgements", k.reads)
 	}
 	if !errors.Is(err, os.ErrExist) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("error %v: want both failures", err)
@@ -382,5 +422,99 @@ func TestStopSyncDaemonWithoutAnAnswer(t *testing.T) {
 				t.Errorf("next call: %v %v", ds, err)
 			}
 		})
+	}
+}
+
+// TestDeadlineArmedWhenItHasPassed: a call leaves the socket's deadline
+// as an earlier one set it (reading the clock is a system call in some
+// guests) and arms a new one only when it has passed, once per call,
+// without losing the parts of a dump already read or waiting for ever.
+func TestDeadlineArmedWhenItHasPassed(t *testing.T) {
+	var dests []genetlink.Message
+	for i := range 3 {
+		d := Destination{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), Port: 80, Weight: 1}
+		m, err := destRequest(cmdNewDest, vs1, &d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dests = append(dests, m)
+	}
+	k := &fakeKernel{family: 0x1c, split: true}
+	k.handle = func(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, syscall.Errno) {
+		if m.Header.Command == cmdGetDest {
+			return dests, 0
+		}
+		return nil, 0
+	}
+	cl := dialFake(t, k)
+	if k.deadlines != 1 {
+		t.Fatalf("%d deadlines set by Dial, want 1", k.deadlines)
+	}
+	for range 100 {
+		if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
+			t.Fatalf("%v %v", ds, err)
+		}
+	}
+	if err := cl.CreateService(Service{ServiceKey: vs1, Scheduler: "rr"}); err != nil {
+		t.Fatal(err)
+	}
+	if k.deadlines != 1 {
+		t.Errorf("%d deadlines set by 101 calls, want none", k.deadlines-1)
+	}
+
+	// Passed before the call: rearmed once, and the call goes on.
+	k.expired = true
+	if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
+		t.Fatalf("after the deadline passed: %v %v", ds, err)
+	}
+	if k.deadlines != 2 {
+		t.Errorf("%d deadlines, want 2", k.deadlines)
+	}
+
+	// Passed in the middle of a dump: nothing of it lost.
+	k.expireAfter = 2
+	if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
+		t.Fatalf("deadline in the middle of a dump: %v %v", ds, err)
+	}
+	if k.deadlines != 3 {
+		t.Errorf("%d deadlines, want 3", k.deadlines)
+	}
+
+	// Passed again after the rearm: a timeout, not a wait for ever.
+	k.expired, k.noAnswers = true, true
+	if _, err := cl.Destinations(vs1); err == nil {
+		t.Fatal("no answer, and no error")
+	}
+	k.noAnswers = false
+	if ds, err := cl.Destinations(vs1); err != nil || len(ds) != 3 {
+		t.Errorf("the next call: %v %v", ds, err)
+	}
+}
+
+// TestApplyLastOpFails: the last request of a batch, the one that asks for
+// an acknowledgement, is answered with its error alone, and that ends the
+// batch.
+func TestApplyLastOpFails(t *testing.T) {
+	k := &fakeKernel{family: 0x1c}
+	k.handle = func(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, syscall.Errno) {
+		if m.Header.Command == cmdDelService {
+			return nil, syscall.ESRCH
+		}
+		return nil, 0
+	}
+	cl := dialFake(t, k)
+	k.reads = 0
+	err := cl.Apply([]Op{
+		{Kind: AddService, Service: Service{ServiceKey: vs1, Scheduler: "rr"}},
+		{Kind: DelService, Service: Service{ServiceKey: vs6}},
+	})
+	if err == nil || err.Error() != "ipvs: delete service UDP [2001:db8::1]:53: no such service" {
+		t.Fatalf("got %v", err)
+	}
+	if k.reads != 1 || len(k.queue) != 0 {
+		t.Errorf("%d answers read, %d left; want 1 and none", k.reads, len(k.queue))
+	}
+	if err := cl.CreateService(Service{ServiceKey: vs1, Scheduler: "rr"}); err != nil {
+		t.Errorf("the next call: %v", err)
 	}
 }

@@ -104,15 +104,18 @@ func (o *Op) Validate() error {
 }
 
 // batchSize bounds the requests sent in one write: the kernel answers
-// each with an acknowledgement that must fit the socket's receive buffer
-// (a few hundred bytes of it each, whatever their length).
+// each that fails with an error that must fit the socket's receive
+// buffer (a few hundred bytes of it each, whatever their length).
 const batchSize = 256
 
 // Apply carries out ops in order. It writes them to the kernel in batches
-// (one system call for up to batchSize requests, instead of one each) and
-// reads every acknowledgement, so that each failed op is reported: the
-// error joins one *Error per failure, and the ops after a failure are
-// still carried out, as the kernel would.
+// (one system call for up to batchSize requests, instead of one each), and
+// the kernel answers only the requests that fail and the last of each
+// batch (netlink sends an error always, an acknowledgement only when the
+// request asks for one), so that a batch costs one read, not one per op,
+// and each failed op is still reported: the error joins one *Error per
+// failure, and the ops after a failure are still carried out, as the
+// kernel would.
 func (c *Client) Apply(ops []Op) error {
 	var errs []error
 	for len(ops) > 0 {
@@ -133,12 +136,16 @@ func (c *Client) applyBatch(ops []Op) []error {
 			errs = append(errs, &Error{Op: ops[i].Kind.String(), Object: ops[i].object(), Err: err})
 			continue
 		}
-		msgs = append(msgs, c.request(m, netlink.Acknowledge))
+		msgs = append(msgs, c.request(m, 0))
 		index = append(index, i)
 	}
 	if len(msgs) == 0 {
 		return errs
 	}
+	// The last request's answer, an acknowledgement or its error, comes
+	// after every other answer of the batch: the kernel handles the
+	// requests of a write in order.
+	msgs[len(msgs)-1].Header.Flags |= netlink.Acknowledge
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -157,22 +164,21 @@ func (c *Client) applyBatch(ops []Op) []error {
 		}
 		return errs
 	}
-	// The kernel handles the requests in order and acknowledges each in a
-	// datagram of its own: the next answer of this batch is always for
-	// sent[next]. Answers to earlier requests are skipped.
+	// Answers to earlier requests are skipped. next is the first request
+	// whose outcome is not known: those before it without an error
+	// succeeded, as an answer to a later one shows.
 	first := sent[0].Header.Sequence
 	ours := func(seq uint32) bool { return seq-first < uint32(len(sent)) }
 	next := 0
-	fail := func(err error) {
-		i := index[next]
+	fail := func(j int, err error) {
+		i := index[j]
 		op := ops[i].Kind.String()
 		errs = append(errs, &Error{Op: op, Object: ops[i].object(), Err: explain(op, err)})
-		next++
 	}
 	failRest := func(err error) {
 		c.broken = true // the rest of the answers may still come
-		for next < len(sent) {
-			fail(err)
+		for ; next < len(sent); next++ {
+			fail(next, err)
 		}
 	}
 	for next < len(sent) {
@@ -180,8 +186,10 @@ func (c *Client) applyBatch(ops []Op) []error {
 		if err != nil {
 			var oe *netlink.OpError
 			switch {
-			case errors.As(err, &oe) && oe.Sequence == sent[next].Header.Sequence:
-				fail(err)
+			case errors.As(err, &oe) && ours(oe.Sequence) && int(oe.Sequence-first) >= next:
+				j := int(oe.Sequence - first)
+				fail(j, err)
+				next = j + 1
 			case errors.As(err, &oe) && oe.Sequence != 0 && !ours(oe.Sequence):
 				// an earlier request's
 			default:
@@ -195,10 +203,10 @@ func (c *Client) applyBatch(ops []Op) []error {
 			switch {
 			case next >= len(sent) || !ours(r.Header.Sequence):
 				continue
-			case r.Header.Type != netlink.Error || r.Header.Sequence != sent[next].Header.Sequence:
+			case r.Header.Type != netlink.Error || r.Header.Sequence != sent[len(sent)-1].Header.Sequence:
 				failRest(fmt.Errorf("unexpected reply %v", r.Header))
 			default:
-				next++
+				next = len(sent) // the last one's acknowledgement
 			}
 		}
 	}

@@ -359,6 +359,15 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 		d.waitScripts()
 		return exitFailure
 	}
+	// Where the start's time went (docs/benchmarks.md): reading the
+	// configuration, then building the model, the checks and the IPVS
+	// side (whose first sync logs its own time) and VRRP.
+	phases := []any{"config_ms", o.loaded.Milliseconds(),
+		"start_ms", time.Since(o.begun.Add(o.loaded)).Milliseconds()}
+	if o.execKnown {
+		phases = append(phases, "exec_to_main_ms", o.execToMain.Milliseconds())
+	}
+	log.Debug("start: phases", phases...)
 	log.Info("directord started", "version", version, "config", o.file,
 		"instances", len(cfg.Instances), "virtual_servers", len(cfg.VirtualServers), "vrrp", d.node != nil, "ipvs", d.lvs != nil)
 	notifyReady()

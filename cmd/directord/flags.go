@@ -3,12 +3,19 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // options are directord's command-line flags: keepalived's, so that a unit
 // file or /etc/default entry written for keepalived works unchanged, plus
 // directord's own long options.
 type options struct {
+	// begun and loaded are when run began and how long reading the
+	// configuration took: the start's first phases, logged with -D.
+	begun      time.Time
+	loaded     time.Duration
+	execToMain time.Duration // from the exec to main, if execKnown
+	execKnown  bool
 	file       string // -f, --use-file
 	configTest bool   // -t, --config-test
 	strict     bool   // --strict: refuse what keepalived runs past

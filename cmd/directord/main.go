@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +13,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/healthcheck"
@@ -73,8 +76,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "directord: DIRECTORD_CPUPROFILE: %v\n", err)
 		}
 	}
+	o.begun = time.Now()
+	o.execToMain, o.execKnown = sinceExec(os.ReadFile)
 	cfg, diags := config.Load(o.file, config.Options{ConfigID: o.configID, Strict: o.strict})
 	diags = append(diags, healthcheck.Diagnostics(cfg)...) // the SSL block's files
+	o.loaded = time.Since(o.begun)
 	netns := netNamespaceOf(o, cfg)
 	if netns != "" && !o.configTest && !o.dumpConfig && !diags.HasErrors() && !unreadable(diags, o.file) {
 		// Before anything is said or started: the daemon reads the file
@@ -394,4 +400,37 @@ func prefixList(ps []netip.Prefix) string {
 		names = append(names, p.String())
 	}
 	return strings.Join(names, ", ")
+}
+
+// sinceExec is how long ago the process started, by the kernel's count
+// (/proc/self/stat's start time against /proc/uptime, in the 1/100 s
+// ticks both use): the part of a start spent before main, loading the
+// program and starting the runtime, logged with -D.
+func sinceExec(read func(string) ([]byte, error)) (time.Duration, bool) {
+	stat, err := read("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	up, err := read("/proc/uptime")
+	if err != nil {
+		return 0, false
+	}
+	// The command's name, in parentheses, may hold spaces: fields count
+	// from the last ')'. The start time is field 22, the 20th after it.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	upFields := strings.Fields(string(up))
+	if len(fields) < 20 || len(upFields) < 1 {
+		return 0, false
+	}
+	ticks, err1 := strconv.ParseUint(fields[19], 10, 64)
+	secs, err2 := strconv.ParseFloat(upFields[0], 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	d := time.Duration(secs*float64(time.Second)) - time.Duration(ticks)*10*time.Millisecond
+	return max(d, 0), true
 }

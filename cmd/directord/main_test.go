@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/directord/directord/internal/ipvstest"
 )
@@ -262,5 +263,28 @@ func TestDumpConfig(t *testing.T) {
 	if len(got.VirtualServers) != 1 || got.VirtualServers[0].Address != "192.0.2.1:443" ||
 		got.VirtualServers[0].RealServers[0].Checkers[0].DelayLoop != "1m0s" {
 		t.Errorf("virtual servers: %+v", got.VirtualServers)
+	}
+}
+
+func TestSinceExec(t *testing.T) {
+	files := map[string]string{
+		"/proc/self/stat": "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 0 0\n",
+		"/proc/uptime":    "125.00 240.00\n",
+	}
+	read := func(p string) ([]byte, error) {
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	if d, ok := sinceExec(read); !ok || d != 1550*time.Millisecond {
+		t.Errorf("got %v %v, want 1.55s (started at 123.45 s, now 125 s)", d, ok)
+	}
+	files["/proc/self/stat"] = "4242 (x) S 1"
+	if _, ok := sinceExec(read); ok {
+		t.Error("a short stat line was read")
+	}
+	if d, ok := sinceExec(os.ReadFile); !ok || d < 0 || d > time.Hour {
+		t.Errorf("this process: %v %v", d, ok)
 	}
 }
