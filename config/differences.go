@@ -13,7 +13,9 @@ import "strings"
 var DifferenceApplies = map[string]map[string]func(c *Node) bool{
 	"authentication": {"auth_type": wordIs("AH")},
 	"virtual_server": {
-		"real_server":  never,                                         // a duplicate is an error
+		"real_server":  never, // a duplicate is an error
+		"lvs_sched":    wordIs("mh"),
+		"lb_algo":      wordIs("mh"),
 		"sorry_server": func(c *Node) bool { return len(c.Args) > 2 }, // words after the port
 	},
 	"HTTP_GET/SSL_GET": {"url": never},         // a checker without url is an error
@@ -30,6 +32,9 @@ func wordIs(v string) func(*Node) bool {
 
 var Differences = map[string]map[string]string{
 	"virtual_server": {
+		"lvs_sched":    "mh: the destinations are kept in an order of their addresses (the highest first), re-added on adoption and at each resync when the kernel's order differs, so that every director builds the same Maglev table; keepalived adds them in the configuration's order and leaves the kernel's order as it finds it (docs/ipvs.md, Maglev services)",
+		"lb_algo":      "mh: the destinations are kept in an order of their addresses (the highest first), re-added on adoption and at each resync when the kernel's order differs, so that every director builds the same Maglev table; keepalived adds them in the configuration's order and leaves the kernel's order as it finds it (docs/ipvs.md, Maglev services)",
+		"mh-fallback":  "a real server that fails, is drained or is replaced by the sorry server stays at weight 0, as with inhibit_on_failure, so that the Maglev table does not move; keepalived removes it unless inhibit_on_failure (docs/ipvs.md, Maglev services)",
 		"sorry_server": "the words after the port (lvs_method ...) are read as the sorry server's method; keepalived ignores them",
 		"real_server":  "a real server listed twice in a virtual server is an error; keepalived drops it with a warning",
 		"ha_suspend":   "on a virtual_server group, the checks run while any address of the group's ranges is on this host; keepalived 2.2.7's addr_matches does not match a group, so its checks there stay suspended",
