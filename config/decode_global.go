@@ -382,6 +382,7 @@ var globalBlock = &block[Global]{
 		"nftables_priority":  func(d *decoder, n *Node, g *Global) { d.nftablesPriority(n, g) },
 		"nftables_counters":  boolKey(func(g *Global) *bool { return &g.NFTCounters }, globalSet),
 		"smtp_alert":         func(d *decoder, n *Node, g *Global) { g.smtpAlert = d.tristate(n) },
+		"dynamic_interfaces": func(d *decoder, n *Node, g *Global) { d.dynamicInterfaces(n, g) },
 		"smtp_alert_vrrp":    func(d *decoder, n *Node, g *Global) { g.smtpAlertVRRP = d.tristate(n) },
 		"smtp_alert_checker": func(d *decoder, n *Node, g *Global) { g.smtpAlertChecker = d.tristate(n) },
 	},
@@ -428,7 +429,7 @@ func globalUnsupported() map[string]string {
 		"checker_log_all_failures", "default_interface", "lvs_flush_onstop_deprecated",
 		"vrrp_down_timer_adverts",
 		"log_unknown_vrids", "vmac_addr_prefix", "random_seed", "umask",
-		"data_use_instance", "dynamic_interfaces",
+		"data_use_instance",
 		"namespace_with_ipsets", "instance", "use_pid_dir", "linkbeat_use_polling")
 	delete(m, "lvs_flush_onstop_deprecated")
 	return m

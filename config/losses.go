@@ -46,8 +46,6 @@ var losses = []loss{
 		[]string{"instance", "use_pid_dir", "data_use_instance"}},
 	{"link state is followed through netlink, not polled, and acted on at once",
 		[]string{"linkbeat_use_polling", "linkbeat_interfaces", "interface_up_down_delays"}},
-	{"interfaces that do not exist yet at start are not waited for",
-		[]string{"dynamic_interfaces"}},
 	{"the down timer counts the RFC's 3 advert intervals",
 		[]string{"vrrp_down_timer_adverts", "down_timer_adverts"}},
 	{"unicast adverts carry the RFC's checksum only: a peer that wants the old one does not hear them",

@@ -96,6 +96,12 @@ type Global struct {
 	LowerPrioNoAdvert    bool          `json:"vrrp_lower_prio_no_advert"`
 	HigherPrioSendAdvert bool          `json:"vrrp_higher_prio_send_advert"`
 	StartupDelay         time.Duration `json:"vrrp_startup_delay"`
+	// DynamicInterfaces (dynamic_interfaces): an instance whose interface
+	// does not exist yet starts in FAULT and runs once it is created;
+	// AllowIfChanges (its allow_if_changes) lets an interface come back
+	// as another kind (a macvlan or not, another parent).
+	DynamicInterfaces bool `json:"dynamic_interfaces,omitempty"`
+	AllowIfChanges    bool `json:"allow_if_changes,omitempty"`
 	// VMACPrefix names use_vmac's macvlans that are not named (vmac_prefix,
 	// default "vrrp").
 	VMACPrefix string `json:"vmac_prefix,omitempty"`
