@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/directord/directord/config"
 )
@@ -59,6 +60,10 @@ type Node struct {
 	fifo      func(line string)   // NotifyFIFO's
 	fifoPrio  map[*instance]uint8 // the priorities last seen, under retracking
 	fw        Firewall            // SetFirewall's; nil: no rules
+	// ns is the instances' namespace, where sockets reopen (inNS);
+	// allowIfChanges is dynamic_interfaces allow_if_changes (sockStep).
+	ns             netns.NsHandle
+	allowIfChanges bool
 }
 
 // Firewall drops the traffic to and from a master's virtual addresses
@@ -104,7 +109,8 @@ func (n *Node) Observe(f func(Event)) { n.observe.Store(&f) }
 
 // sock is one Conn with the instances that listen on it.
 type sock struct {
-	conn  *Conn
+	conn atomic.Pointer[Conn] // nil while its interface is missing (dynif_linux.go)
+	sockLink
 	ipv6  bool
 	byID  map[uint8]*instance
 	drops [dropReasons]atomic.Uint64 // before an instance is known
@@ -136,6 +142,9 @@ type instance struct {
 	// srcMissing: a unicast instance's configured source is no address of
 	// this host, which keeps it in FAULT (srcAbsent).
 	srcMissing bool
+	// primaryKnown: primary is set (with dynamic_interfaces, an
+	// interface missing at start gives it when created: attachInstances).
+	primaryKnown atomic.Bool
 
 	group   *config.SyncGroup
 	members []*instance    // the others of its sync group
@@ -164,7 +173,10 @@ type instance struct {
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
 	n := &Node{log: log, h: h, addrs: NewAddrs(h), routes: NewRoutes(h), rules: NewRules(h), pacers: map[string]*Pacer{},
-		startupDelay: cfg.Global.StartupDelay}
+		startupDelay: cfg.Global.StartupDelay, ns: netns.None(), allowIfChanges: cfg.Global.AllowIfChanges}
+	if ns, err := netns.Get(); err == nil {
+		n.ns = ns // this thread's: the instances'
+	}
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
 		if ci.VMAC == nil {
@@ -292,32 +304,41 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		if ah {
 			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
 		}
-		conn, err := open(ifname, ipv6, group)
-		if err == nil && unicast {
-			if err = conn.SetUnicastTTL(ci.UnicastTTL); err != nil {
-				conn.Close()
-				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ifname, err)
+		ttl := ci.UnicastTTL
+		openConn := func() (*Conn, error) {
+			conn, err := open(ifname, ipv6, group)
+			if err == nil && unicast {
+				if err = conn.SetUnicastTTL(ttl); err != nil {
+					conn.Close()
+					err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ifname, err)
+				}
 			}
+			return conn, err
 		}
-		if err != nil {
+		s = &sock{sockLink: newSockLink(ifname, openConn), ipv6: ipv6, byID: map[uint8]*instance{}}
+		if err := n.openSock(s, cfg.Global.DynamicInterfaces); err != nil {
 			return nil, err
 		}
-		s = &sock{conn: conn, ipv6: ipv6, byID: map[uint8]*instance{}}
 		socks[key] = s
 		n.socks = append(n.socks, s)
 	}
 	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500), noPeer: unicast && ci.UnicastFaultNoPeer}
 	s.byID[uint8(ci.VRID)] = in
 	var err error
+	in.primaryKnown.Store(true)
 	switch {
 	case ci.UnicastSrcIP.IsValid():
 		in.primary = ci.UnicastSrcIP
 	case ci.MCastSrcIP.IsValid():
 		in.primary = ci.MCastSrcIP
+	case s.conn.Load() == nil:
+		// Its interface is not there yet (dynamic_interfaces): the
+		// address comes when it is (attachInstances).
+		in.primaryKnown.Store(false)
 	default:
 		// The interface's own address, also for a macvlan's adverts
 		// (keepalived's VRRP_PKT_SADDR: the configured interface's).
-		ifi := s.conn.Interface()
+		ifi := s.conn.Load().Interface()
 		if ci.VMAC != nil {
 			if ifi, err = net.InterfaceByName(ci.Interface); err != nil {
 				return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, ci.Interface, err)
@@ -365,14 +386,18 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			pace = &Pacer{Gap4: cfg.Global.GarpInterval, Gap6: cfg.Global.GnaInterval}
 			n.pacers[dev] = pace
 		}
-		ifi, err := net.InterfaceByName(dev)
-		if err != nil {
-			in.closeAnnouncers()
-			return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, dev, err)
-		}
 		v4, v6 := false, false
 		for _, a := range addrs {
 			v4, v6 = v4 || a.Is4(), v6 || a.Is6()
+		}
+		ifi, err := net.InterfaceByName(dev)
+		if err != nil && cfg.Global.DynamicInterfaces && !n.linkExists(dev) {
+			in.anns[dev] = placeholderAnnouncer(dev, v4, v6, pace) // until it is created
+			continue
+		}
+		if err != nil {
+			in.closeAnnouncers()
+			return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, dev, err)
 		}
 		if in.anns[dev], err = NewAnnouncer(ifi, v4, v6, pace); err != nil {
 			delete(in.anns, dev)
@@ -730,20 +755,44 @@ func (n *Node) Close() {
 		n.track.close()
 	}
 	for _, s := range n.socks {
-		s.conn.Close()
+		s.shut()
 	}
 	for _, in := range n.insts {
 		in.closeAnnouncers()
 	}
+	if n.ns.IsOpen() {
+		n.ns.Close()
+		n.ns = netns.None()
+	}
 }
 
-// read receives on one socket until it is closed.
+// read receives on one socket until the Node closes it, on each conn it
+// has in turn (its interface made again: dynif_linux.go).
 func (n *Node) read(s *sock) {
 	buf := make([]byte, 9000)
+	for {
+		c := s.conn.Load()
+		if c == nil {
+			if !s.waitConn() {
+				return
+			}
+			continue
+		}
+		n.readConn(s, c, buf)
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+	}
+}
+
+// readConn receives on one conn of s until it is closed.
+func (n *Node) readConn(s *sock, c *Conn, buf []byte) {
 	var a Advert
 	a.Addrs = make([]netip.Addr, 0, MaxAddrs)
 	for {
-		nb, r, err := s.conn.Read(buf)
+		nb, r, err := c.Read(buf)
 		var de *DecodeError
 		if errors.As(err, &de) {
 			s.drops[de.Reason].Add(1)
@@ -757,7 +806,7 @@ func (n *Node) read(s *sock) {
 				s.drops[de.Reason].Add(1) // an AH packet ParseAH refused
 				continue
 			}
-			n.log.Warn("vrrp read", "interface", s.conn.Interface().Name, "err", err)
+			n.log.Warn("vrrp read", "interface", c.Interface().Name, "err", err)
 			continue
 		}
 		if err := a.Unmarshal(buf[:nb], r.Src, r.Dst); err != nil {
@@ -810,6 +859,10 @@ func (n *Node) read(s *sock) {
 
 // SendAdvert is an Action: one advert to the group or each unicast peer.
 func (in *instance) SendAdvert(prio uint8) {
+	conn := in.sock.conn.Load()
+	if conn == nil {
+		return // its interface is gone: the instance is in FAULT
+	}
 	a := Advert{Version: in.params.Version, VRID: in.params.VRID, Priority: prio, Interval: in.interval(),
 		AuthType: in.expect.AuthType, AuthData: in.expect.AuthData, Addrs: in.vips}
 	var id uint16
@@ -832,7 +885,7 @@ func (in *instance) SendAdvert(prio uint8) {
 			b = AppendAH(in.abuf[:0], &h, b, &in.ah.Key, in.ah.Unicast)
 		}
 		if err == nil {
-			err = in.sock.conn.Write(b, in.primary, dst)
+			err = conn.Write(b, in.primary, dst)
 		}
 		if err != nil {
 			in.logger().Warn("vrrp send", "dst", dst, "err", err)
@@ -1047,10 +1100,13 @@ func (n *Node) Status(ctx context.Context) ([]InstanceStatus, error) {
 			return nil, err
 		}
 		s := InstanceStatus{Name: in.cfg.Name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
-			Yielding: st.Yielding, Primary: in.primary,
-			Sent: in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
+			Yielding: st.Yielding,
+			Sent:     in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
 		if ns := in.since.Load(); ns != 0 {
 			s.Since = time.Unix(0, ns)
+		}
+		if in.primaryKnown.Load() {
+			s.Primary = in.primary
 		}
 		for _, r := range DropReasons() {
 			if v := in.drops[r].Load() + in.sock.drops[r].Load(); v > 0 {

@@ -110,6 +110,7 @@ func (t *tracking) relist() {
 			t.links[l.Attrs().Name] = linkUp(l)
 		}
 		t.mu.Unlock()
+		t.node.relistSocks()
 		t.node.retrack(time.Now())
 	}
 }
@@ -150,11 +151,12 @@ func (t *tracking) run(ctx context.Context) {
 			if u.Header.Type == 17 { // RTM_DELLINK
 				up = false
 			}
+			relinked := t.node.relink(u) // sockets on a new interface (dynif_linux.go)
 			t.mu.Lock()
 			changed := t.links[name] != up
 			t.links[name] = up
 			t.mu.Unlock()
-			if changed {
+			if changed || relinked {
 				t.node.log.Info("vrrp tracked interface", "interface", name, "up", up)
 				t.node.retrack(time.Now())
 			}
@@ -222,6 +224,8 @@ func (t *tracking) effective(in *instance) (uint8, bool) {
 		list = append(list, Tracked{Good: t.links[in.cfg.VMAC.Name]})
 	}
 	list = append(list, Tracked{Good: !in.srcMissing})
+	// No socket: its interface is missing (dynif_linux.go).
+	list = append(list, Tracked{Good: in.sock.conn.Load() != nil})
 	return Effective(uint8(in.cfg.Priority), list)
 }
 
