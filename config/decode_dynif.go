@@ -21,3 +21,16 @@ func (d *decoder) dynamicInterfaces(n *Node, g *Global) {
 	}
 	d.rep.lenient(n.Pos, n.Keyword, "unknown dynamic_interfaces option %q, ignored as keepalived does", n.Args[0])
 }
+
+// disableLocalIGMP reads disable_local_igmp as keepalived 2.2.7's handler:
+// it takes no argument and is on whatever follows it (a word after it is
+// reported, and changes nothing).
+func (d *decoder) disableLocalIGMP(n *Node, g *Global) {
+	if !d.noBlock(n) {
+		return
+	}
+	g.DisableLocalIGMP = true
+	if len(n.Args) > 0 {
+		d.rep.lenient(n.Pos, n.Keyword, "takes no argument: %q ignored, the keyword on, as keepalived does", n.Args[0])
+	}
+}

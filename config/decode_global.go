@@ -383,6 +383,7 @@ var globalBlock = &block[Global]{
 		"nftables_counters":  boolKey(func(g *Global) *bool { return &g.NFTCounters }, globalSet),
 		"smtp_alert":         func(d *decoder, n *Node, g *Global) { g.smtpAlert = d.tristate(n) },
 		"dynamic_interfaces": func(d *decoder, n *Node, g *Global) { d.dynamicInterfaces(n, g) },
+		"disable_local_igmp": func(d *decoder, n *Node, g *Global) { d.disableLocalIGMP(n, g) },
 		"smtp_alert_vrrp":    func(d *decoder, n *Node, g *Global) { g.smtpAlertVRRP = d.tristate(n) },
 		"smtp_alert_checker": func(d *decoder, n *Node, g *Global) { g.smtpAlertChecker = d.tristate(n) },
 	},
@@ -410,7 +411,6 @@ func globalUnsupported() map[string]string {
 		"enable_snmp_rfc", "enable_snmp_rfcv2", "enable_snmp_rfcv3", "enable_snmp_checker",
 		"enable_dbus", "dbus_service_name")
 	add("directord builds no per-interface link-local sets (docs/vrrp.md)", "nftables_ifindex")
-	add("directord builds no IGMP/MLD rules: they are for VMAC interfaces", "disable_local_igmp")
 	add("directord makes no nftables rules for IPVS", "nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark")
 	add("ipsets are iptables': Debian's keepalived 2.2.7, built without iptables, does not know it either", "vrrp_ipsets")
 	add("use notify scripts",

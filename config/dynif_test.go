@@ -38,3 +38,34 @@ func TestDynamicInterfaces(t *testing.T) {
 		})
 	}
 }
+
+// TestDisableLocalIGMP: disable_local_igmp takes no argument; keepalived
+// turns it on whatever follows.
+func TestDisableLocalIGMP(t *testing.T) {
+	for _, tt := range []struct {
+		name, line string
+		on         bool
+		diags      string
+	}{
+		{"absent", "", false, ""},
+		{"alone", " disable_local_igmp", true, ""},
+		{"with a word", " disable_local_igmp off", true,
+			`/k.conf:2: warning: disable_local_igmp: takes no argument: "off" ignored, the keyword on, as keepalived does`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := Parse("/k.conf", "global_defs {\n"+tt.line+"\n}\n"+vi(""), nil, Options{})
+			var got []string
+			for _, d := range diags {
+				if d.Keyword == "disable_local_igmp" {
+					got = append(got, d.String())
+				}
+			}
+			if strings.Join(got, "\n") != tt.diags {
+				t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), tt.diags)
+			}
+			if cfg.Global.DisableLocalIGMP != tt.on {
+				t.Errorf("DisableLocalIGMP %v, want %v", cfg.Global.DisableLocalIGMP, tt.on)
+			}
+		})
+	}
+}

@@ -102,6 +102,11 @@ type Global struct {
 	// as another kind (a macvlan or not, another parent).
 	DynamicInterfaces bool `json:"dynamic_interfaces,omitempty"`
 	AllowIfChanges    bool `json:"allow_if_changes,omitempty"`
+	// DisableLocalIGMP (disable_local_igmp): no IGMP reports for the
+	// link-local groups (224.0.0.0/24, VRRP's 224.0.0.18 among them)
+	// while VRRP runs: net.ipv4.igmp_link_local_mcast_reports 0, as
+	// keepalived sets it, restored at the end.
+	DisableLocalIGMP bool `json:"disable_local_igmp,omitempty"`
 	// VMACPrefix names use_vmac's macvlans that are not named (vmac_prefix,
 	// default "vrrp").
 	VMACPrefix string `json:"vmac_prefix,omitempty"`

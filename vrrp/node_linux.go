@@ -177,6 +177,7 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 	if ns, err := netns.Get(); err == nil {
 		n.ns = ns // this thread's: the instances'
 	}
+	n.disableLocalIGMP(&cfg.Global) // igmp_linux.go
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
 		if ci.VMAC == nil {
