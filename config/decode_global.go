@@ -300,6 +300,15 @@ var globalBlock = &block[Global]{
 				g.Garp.ExtraIf, g.Garp.ExtraIfAll = v, all
 			}
 		},
+		"vmac_addr_prefix": func(d *decoder, n *Node, g *Global) {
+			if s, ok := d.str(n); ok {
+				if g.VMACAddrPrefix != "" {
+					d.rep.lenient(n.Pos, n.Keyword, "already given: %q ignored, as keepalived does", s)
+					return
+				}
+				g.VMACAddrPrefix = s
+			}
+		},
 		"vmac_prefix": func(d *decoder, n *Node, g *Global) {
 			if s, ok := d.str(n); ok {
 				if g.VMACPrefix != "" {
@@ -428,7 +437,7 @@ func globalUnsupported() map[string]string {
 		"startup_script", "startup_script_timeout", "shutdown_script", "shutdown_script_timeout",
 		"checker_log_all_failures", "default_interface", "lvs_flush_onstop_deprecated",
 		"vrrp_down_timer_adverts",
-		"log_unknown_vrids", "vmac_addr_prefix", "random_seed", "umask",
+		"log_unknown_vrids", "random_seed", "umask",
 		"data_use_instance",
 		"namespace_with_ipsets", "instance", "use_pid_dir", "linkbeat_use_polling")
 	delete(m, "lvs_flush_onstop_deprecated")

@@ -110,6 +110,9 @@ type Global struct {
 	// VMACPrefix names use_vmac's macvlans that are not named (vmac_prefix,
 	// default "vrrp").
 	VMACPrefix string `json:"vmac_prefix,omitempty"`
+	// VMACAddrPrefix names the macvlans of use_vmac_addr and of an
+	// address's use_vmac (vmac_addr_prefix; default VMACPrefix).
+	VMACAddrPrefix string `json:"vmac_addr_prefix,omitempty"`
 	// Nice is the nice value directord's threads run at (vrrp_priority);
 	// directord's default is -15, so that adverts leave on time on a busy
 	// host.
@@ -394,6 +397,13 @@ type Instance struct {
 	// VMAC is use_vmac: the instance runs on a macvlan of Interface that
 	// carries the VRRP virtual MAC; nil without it.
 	VMAC *VMAC `json:"use_vmac,omitempty"`
+	// VMACAddr is use_vmac_addr: the addresses on another interface than
+	// the instance's (or of the other family) go on a macvlan of that
+	// interface with the instance's virtual MAC, as keepalived makes it;
+	// AddrVMACs are those macvlans (an address's own use_vmac asks for
+	// one too), resolved.
+	VMACAddr  bool        `json:"use_vmac_addr,omitempty"`
+	AddrVMACs []*AddrVMAC `json:"addr_vmacs,omitempty"`
 
 	set       map[string]Pos // keywords given, for defaults that depend on them
 	smtpAlert *bool
@@ -426,6 +436,9 @@ type VMAC struct {
 // address of the instance's family on the instance's interface (use_vmac;
 // keepalived's vrrp_complete_instance).
 func (in *Instance) AddrDev(v VIP) string {
+	if v.VMACDev != "" {
+		return v.VMACDev
+	}
 	dev := v.Dev
 	if dev == "" {
 		dev = in.Interface
@@ -463,6 +476,10 @@ type VIP struct {
 	NoPrefixRoute bool `json:"noprefixroute,omitempty"`
 	AutoJoin      bool `json:"autojoin,omitempty"`
 	NoTrack       bool `json:"no_track,omitempty"`
+	// UseVMAC is the address's use_vmac option; VMACDev the macvlan it
+	// goes on (resolved: use_vmac_addr or UseVMAC), "" for none.
+	UseVMAC bool   `json:"use_vmac,omitempty"`
+	VMACDev string `json:"vmac_dev,omitempty"`
 	// PreferredLft is in seconds; -1 is forever. IPv6 /128 defaults to 0
 	// (deprecated, so never chosen as a source), anything else to forever.
 	PreferredLft int `json:"preferred_lft"`

@@ -189,6 +189,12 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		}
 	}
 	for _, ci := range cfg.Instances {
+		if err := n.addrVMACs(ci); err != nil { // vmac_linux.go
+			n.Close()
+			return nil, fmt.Errorf("vrrp: %w", err)
+		}
+	}
+	for _, ci := range cfg.Instances {
 		in, err := n.newInstance(cfg, ci, socks)
 		if err != nil {
 			n.Close()
@@ -230,7 +236,7 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		}
 		for _, v := range append(append([]config.VIP{}, ci.VIPs...), ci.ExcludedVIPs...) {
 			dev := ci.AddrDev(v)
-			if ci.VMAC != nil && dev == ci.VMAC.Name {
+			if (ci.VMAC != nil && dev == ci.VMAC.Name) || v.VMACDev != "" {
 				continue // vmacSysctls set it, on a link that goes with the Node
 			}
 			if v.Prefix.Addr().Is4() && dev != "" {
@@ -933,6 +939,9 @@ func (in *instance) announce(done chan<- struct{}) {
 			for dev, ann := range in.anns {
 				if dev == own && (in.cfg.VMAC == nil || !in.cfg.VMAC.XmitBase) {
 					continue
+				}
+				if !in.cfg.Garp.ExtraIfAll && !isAddrVMAC(in.cfg, dev) {
+					continue // without "all", the macvlans of use_vmac_addr only
 				}
 				if err := ann.Announce(in.annAddrs[dev][:1]); err != nil {
 					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
