@@ -1,8 +1,8 @@
 package vrrp
 
 // LinkSeen is what the kernel says of an interface a VRRP socket is on:
-// whether it exists, its index, and its kind (a macvlan or not, and on
-// which parent).
+// whether it exists, its index (for a deletion, the deleted link's), and
+// its kind (a macvlan or not, and on which parent).
 type LinkSeen struct {
 	Exists  bool
 	Index   int
@@ -55,7 +55,10 @@ func (s SockStep) String() string {
 // now what the kernel says of it now.
 func sockStep(openIndex int, first, now LinkSeen, allowChanges bool) SockStep {
 	if !now.Exists {
-		if openIndex != 0 {
+		// now.Index: the link deleted (0: none of that name now). A
+		// deletion of an older link of the name, seen after the socket
+		// opened on the new one, changes nothing.
+		if openIndex != 0 && (now.Index == 0 || now.Index == openIndex) {
 			return SockClose
 		}
 		return SockKeep

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,7 +84,7 @@ func (n *Node) linkSeen(l netlink.Link) LinkSeen {
 // every instance's fault). It runs on the tracking goroutine.
 func (n *Node) relink(u netlink.LinkUpdate) bool {
 	name := u.Link.Attrs().Name
-	seen := LinkSeen{}
+	seen := LinkSeen{Index: u.Link.Attrs().Index} // deleted
 	if u.Header.Type != unix.RTM_DELLINK {
 		seen = n.linkSeen(u.Link)
 	}
@@ -96,7 +97,39 @@ func (n *Node) relink(u netlink.LinkUpdate) bool {
 			changed = n.sockTo(s, LinkSeen{}) || changed
 		}
 	}
-	return n.relinkName(name, seen) || changed
+	changed = n.relinkName(name, seen) || changed
+	return n.remakeVMACs(name) || changed
+}
+
+// remakeVMACs makes again the macvlan of a use_vmac instance that is
+// gone while its interface is there (deleted under directord, or the
+// interface made again: the kernel deletes a macvlan with its parent),
+// as keepalived's recreate_vmac_thread; name is the link that changed.
+// Its socket then opens on it at its creation's link update.
+func (n *Node) remakeVMACs(name string) bool {
+	changed := false
+	for _, in := range n.insts {
+		v := in.cfg.VMAC
+		if v == nil || (v.Name != name && in.cfg.Interface != name) {
+			continue
+		}
+		if n.linkExists(v.Name) {
+			continue
+		}
+		base, err := n.h.LinkByName(in.cfg.Interface)
+		if err != nil {
+			continue
+		}
+		n.forgetBaseSysctls(v.Name, in.cfg.Interface, base.Attrs().Index)
+		n.inNS(func() { err = n.vmac(in.cfg) })
+		if err != nil {
+			in.logger().Warn("vrrp: making the macvlan again", "interface", v.Name, "err", err)
+			continue
+		}
+		in.logger().Info("vrrp: macvlan made again", "interface", v.Name, "base", in.cfg.Interface)
+		changed = true
+	}
+	return changed
 }
 
 // relist follows every link afresh, after link updates were lost.
@@ -122,6 +155,7 @@ func (n *Node) relistSocks() bool {
 			continue // cannot tell
 		}
 		changed = n.relinkName(name, seen) || changed
+		changed = n.remakeVMACs(name) || changed
 	}
 	return changed
 }
@@ -351,4 +385,37 @@ func (n *Node) linkExists(name string) bool {
 	_, err := n.h.LinkByName(name)
 	var nf netlink.LinkNotFoundError
 	return !errors.As(err, &nf)
+}
+
+// forgetBaseSysctls lets go of what setSysctl saved for the interface of
+// a macvlan about to be made again, when that interface is not the one
+// the macvlan was first made on (made again itself): the new interface's
+// sysctls are set and saved afresh, as for a new interface.
+func (n *Node) forgetBaseSysctls(vmacName, base string, index int) {
+	n.vmacMu.Lock()
+	stale := false
+	for _, v := range n.vmacs {
+		if v.name == vmacName && v.baseIndex != index {
+			stale, v.baseIndex = true, index
+		}
+	}
+	n.vmacMu.Unlock()
+	if !stale {
+		return
+	}
+	prefix := "/proc/sys/net/ipv4/conf/" + base + "/"
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	kept := n.sysctlPaths[:0]
+	for _, p := range n.sysctlPaths {
+		if strings.HasPrefix(p, prefix) {
+			if s := n.promoted[p]; s != nil {
+				s.f.Close()
+				delete(n.promoted, p)
+			}
+			continue
+		}
+		kept = append(kept, p)
+	}
+	n.sysctlPaths = kept
 }

@@ -17,6 +17,8 @@ func TestSockStep(t *testing.T) {
 	}{
 		{"open, unchanged", 4, eth, eth, false, SockKeep},
 		{"open, deleted", 4, eth, gone, false, SockClose},
+		{"open, this link deleted", 4, eth, LinkSeen{Index: 4}, false, SockClose},
+		{"open on the new link, the old one's deletion seen late", 9, eth, LinkSeen{Index: 4}, false, SockKeep},
 		{"closed, still missing", 0, eth, gone, false, SockKeep},
 		{"never seen, still missing", 0, gone, gone, false, SockKeep},
 		{"never seen, created", 0, gone, eth, false, SockOpen},

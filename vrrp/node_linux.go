@@ -55,6 +55,7 @@ type Node struct {
 	// vmacs are the macvlans of the use_vmac instances; rpCleared: the
 	// Node has done clearRPFilter.
 	vmacs     []*vmacLink
+	vmacMu    sync.Mutex // vmacs: the tracking goroutine makes them again (dynif_linux.go)
 	rpCleared bool
 	observe   atomic.Pointer[func(Event)]
 	fifo      func(line string)   // NotifyFIFO's
@@ -181,6 +182,12 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
 		if ci.VMAC == nil {
+			continue
+		}
+		if cfg.Global.DynamicInterfaces && !n.linkExists(ci.Interface) {
+			// Made when its interface is (remakeVMACs, dynif_linux.go).
+			n.log.Warn("vrrp: interface does not exist yet: its macvlan is made when it is created (dynamic_interfaces)",
+				"instance", ci.Name, "interface", ci.Interface, "macvlan", ci.VMAC.Name)
 			continue
 		}
 		if err := n.vmac(ci); err != nil {

@@ -17,6 +17,7 @@ import (
 // vmacLink is a macvlan a Node runs a use_vmac instance on.
 type vmacLink struct {
 	name, base string
+	baseIndex  int // the interface it was made on (forgetBaseSysctls)
 	// created: this Node made it. A Node that never ran (a reload refused
 	// after NewNode) removes only those; a Node that ran removes every
 	// vmacLink it still holds (Adopt hands those a reload keeps over).
@@ -114,7 +115,17 @@ func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool) (netl
 			return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
 		}
 	}
-	n.vmacs = append(n.vmacs, &vmacLink{name: name, base: baseName, created: created})
+	n.vmacMu.Lock()
+	known := false
+	for _, v := range n.vmacs {
+		if v.name == name {
+			known, v.created = true, v.created || created
+		}
+	}
+	if !known {
+		n.vmacs = append(n.vmacs, &vmacLink{name: name, base: baseName, baseIndex: base.Attrs().Index, created: created})
+	}
+	n.vmacMu.Unlock()
 	if created {
 		n.log.Info("vrrp: macvlan created", "instance", inst, "interface", name, "base", baseName, "mac", macStr)
 	}
@@ -263,6 +274,8 @@ func (n *Node) clearRPFilter() {
 // removeVMACs removes the macvlans the Node holds (all), or only those it
 // created (a Node that never ran).
 func (n *Node) removeVMACs(all bool) error {
+	n.vmacMu.Lock()
+	defer n.vmacMu.Unlock()
 	var errs []error
 	for _, v := range n.vmacs {
 		if !all && !v.created {
@@ -292,6 +305,8 @@ func (n *Node) removeVMACs(all bool) error {
 // takeVMACs hands the macvlans n uses too from old to n: old leaves them
 // when it stops.
 func (n *Node) takeVMACs(old *Node) {
+	old.vmacMu.Lock()
+	defer old.vmacMu.Unlock()
 	kept := old.vmacs[:0]
 	for _, ov := range old.vmacs {
 		mine := false
