@@ -300,6 +300,15 @@ var globalBlock = &block[Global]{
 				g.Garp.ExtraIf, g.Garp.ExtraIfAll = v, all
 			}
 		},
+		"vmac_addr_prefix": func(d *decoder, n *Node, g *Global) {
+			if s, ok := d.str(n); ok {
+				if g.VMACAddrPrefix != "" {
+					d.rep.lenient(n.Pos, n.Keyword, "already given: %q ignored, as keepalived does", s)
+					return
+				}
+				g.VMACAddrPrefix = s
+			}
+		},
 		"vmac_prefix": func(d *decoder, n *Node, g *Global) {
 			if s, ok := d.str(n); ok {
 				if g.VMACPrefix != "" {
@@ -382,6 +391,8 @@ var globalBlock = &block[Global]{
 		"nftables_priority":  func(d *decoder, n *Node, g *Global) { d.nftablesPriority(n, g) },
 		"nftables_counters":  boolKey(func(g *Global) *bool { return &g.NFTCounters }, globalSet),
 		"smtp_alert":         func(d *decoder, n *Node, g *Global) { g.smtpAlert = d.tristate(n) },
+		"dynamic_interfaces": func(d *decoder, n *Node, g *Global) { d.dynamicInterfaces(n, g) },
+		"disable_local_igmp": func(d *decoder, n *Node, g *Global) { d.disableLocalIGMP(n, g) },
 		"smtp_alert_vrrp":    func(d *decoder, n *Node, g *Global) { g.smtpAlertVRRP = d.tristate(n) },
 		"smtp_alert_checker": func(d *decoder, n *Node, g *Global) { g.smtpAlertChecker = d.tristate(n) },
 	},
@@ -409,7 +420,6 @@ func globalUnsupported() map[string]string {
 		"enable_snmp_rfc", "enable_snmp_rfcv2", "enable_snmp_rfcv3", "enable_snmp_checker",
 		"enable_dbus", "dbus_service_name")
 	add("directord builds no per-interface link-local sets (docs/vrrp.md)", "nftables_ifindex")
-	add("directord builds no IGMP/MLD rules: they are for VMAC interfaces", "disable_local_igmp")
 	add("directord makes no nftables rules for IPVS", "nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark")
 	add("ipsets are iptables': Debian's keepalived 2.2.7, built without iptables, does not know it either", "vrrp_ipsets")
 	add("use notify scripts",
@@ -427,8 +437,8 @@ func globalUnsupported() map[string]string {
 		"startup_script", "startup_script_timeout", "shutdown_script", "shutdown_script_timeout",
 		"checker_log_all_failures", "default_interface", "lvs_flush_onstop_deprecated",
 		"vrrp_down_timer_adverts",
-		"log_unknown_vrids", "vmac_addr_prefix", "random_seed", "umask",
-		"data_use_instance", "dynamic_interfaces",
+		"log_unknown_vrids", "random_seed", "umask",
+		"data_use_instance",
 		"namespace_with_ipsets", "instance", "use_pid_dir", "linkbeat_use_polling")
 	delete(m, "lvs_flush_onstop_deprecated")
 	return m

@@ -254,6 +254,11 @@ var instanceBlock = &block[Instance]{
 				d.useVMAC(n, in)
 			}
 		},
+		"use_vmac_addr": func(d *decoder, n *Node, in *Instance) {
+			if d.noBlock(n) {
+				in.VMACAddr = true // keepalived's handler reads no argument
+			}
+		},
 		"vmac_xmit_base": func(d *decoder, n *Node, in *Instance) {
 			if d.noBlock(n) && d.want(n, 0, 0) {
 				markSet(&in.set, n)
@@ -271,7 +276,6 @@ var instanceBlock = &block[Instance]{
 		},
 	},
 	unsupported: map[string]string{
-		"use_vmac_addr":              "",
 		"use_ipvlan":                 "",
 		"vrf":                        "",
 		"track_bfd":                  bfdNotSupported,
@@ -652,7 +656,7 @@ func (d *decoder) vip(c *Node) (VIP, bool) {
 		case "no_track":
 			v.NoTrack = true
 		case "use_vmac":
-			d.rep.unsupported(c.Pos, "use_vmac", "an address's own use_vmac; the instance's use_vmac is")
+			v.UseVMAC = true
 		default:
 			d.rep.errorf(c.Pos, c.Keyword, "unknown address option %q%s", opt, didYouMean(opt, vipOptions))
 			return v, false

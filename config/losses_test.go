@@ -49,7 +49,7 @@ func TestEveryUnsupportedKeywordHasALoss(t *testing.T) {
 // the order of each loss's first use.
 func TestLosses(t *testing.T) {
 	conf := "garp_group {\n}\nglobal_defs {\n vrrp_no_swap\n checker_no_swap\n}\n" +
-		vi(" notify_master_rx_lower_pri /bin/true\n use_vmac_addr")
+		vi(" notify_master_rx_lower_pri /bin/true\n use_ipvlan")
 	_, diags := Parse("/k.conf", conf, nil, Options{})
 	var got []string
 	for _, l := range Losses(diags) {
@@ -63,7 +63,7 @@ func TestLosses(t *testing.T) {
 		"no gratuitous ARP groups: garp_group /k.conf:1",
 		"keepalived's per-process tuning and names, which directord, one process, has no use for: vrrp_no_swap /k.conf:4, checker_no_swap /k.conf:5",
 		"no notify_master_rx_lower_pri script: notify_master_rx_lower_pri /k.conf:10",
-		"no ipvlan interface, and no base address on a virtual MAC's macvlan: use_vmac_addr /k.conf:11",
+		"no ipvlan interface: use_ipvlan /k.conf:11",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

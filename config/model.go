@@ -96,9 +96,23 @@ type Global struct {
 	LowerPrioNoAdvert    bool          `json:"vrrp_lower_prio_no_advert"`
 	HigherPrioSendAdvert bool          `json:"vrrp_higher_prio_send_advert"`
 	StartupDelay         time.Duration `json:"vrrp_startup_delay"`
+	// DynamicInterfaces (dynamic_interfaces): an instance whose interface
+	// does not exist yet starts in FAULT and runs once it is created;
+	// AllowIfChanges (its allow_if_changes) lets an interface come back
+	// as another kind (a macvlan or not, another parent).
+	DynamicInterfaces bool `json:"dynamic_interfaces,omitempty"`
+	AllowIfChanges    bool `json:"allow_if_changes,omitempty"`
+	// DisableLocalIGMP (disable_local_igmp): no IGMP reports for the
+	// link-local groups (224.0.0.0/24, VRRP's 224.0.0.18 among them)
+	// while VRRP runs: net.ipv4.igmp_link_local_mcast_reports 0, as
+	// keepalived sets it, restored at the end.
+	DisableLocalIGMP bool `json:"disable_local_igmp,omitempty"`
 	// VMACPrefix names use_vmac's macvlans that are not named (vmac_prefix,
 	// default "vrrp").
 	VMACPrefix string `json:"vmac_prefix,omitempty"`
+	// VMACAddrPrefix names the macvlans of use_vmac_addr and of an
+	// address's use_vmac (vmac_addr_prefix; default VMACPrefix).
+	VMACAddrPrefix string `json:"vmac_addr_prefix,omitempty"`
 	// Nice is the nice value directord's threads run at (vrrp_priority);
 	// directord's default is -15, so that adverts leave on time on a busy
 	// host.
@@ -383,6 +397,13 @@ type Instance struct {
 	// VMAC is use_vmac: the instance runs on a macvlan of Interface that
 	// carries the VRRP virtual MAC; nil without it.
 	VMAC *VMAC `json:"use_vmac,omitempty"`
+	// VMACAddr is use_vmac_addr: the addresses on another interface than
+	// the instance's (or of the other family) go on a macvlan of that
+	// interface with the instance's virtual MAC, as keepalived makes it;
+	// AddrVMACs are those macvlans (an address's own use_vmac asks for
+	// one too), resolved.
+	VMACAddr  bool        `json:"use_vmac_addr,omitempty"`
+	AddrVMACs []*AddrVMAC `json:"addr_vmacs,omitempty"`
 
 	set       map[string]Pos // keywords given, for defaults that depend on them
 	smtpAlert *bool
@@ -415,6 +436,9 @@ type VMAC struct {
 // address of the instance's family on the instance's interface (use_vmac;
 // keepalived's vrrp_complete_instance).
 func (in *Instance) AddrDev(v VIP) string {
+	if v.VMACDev != "" {
+		return v.VMACDev
+	}
 	dev := v.Dev
 	if dev == "" {
 		dev = in.Interface
@@ -452,6 +476,10 @@ type VIP struct {
 	NoPrefixRoute bool `json:"noprefixroute,omitempty"`
 	AutoJoin      bool `json:"autojoin,omitempty"`
 	NoTrack       bool `json:"no_track,omitempty"`
+	// UseVMAC is the address's use_vmac option; VMACDev the macvlan it
+	// goes on (resolved: use_vmac_addr or UseVMAC), "" for none.
+	UseVMAC bool   `json:"use_vmac,omitempty"`
+	VMACDev string `json:"vmac_dev,omitempty"`
 	// PreferredLft is in seconds; -1 is forever. IPv6 /128 defaults to 0
 	// (deprecated, so never chosen as a source), anything else to forever.
 	PreferredLft int `json:"preferred_lft"`

@@ -698,19 +698,23 @@ func (d *decoder) resolveVMACs() {
 			taken[v.Name] = true
 		}
 	}
+	d.resolveAddrVMACs(taken) // resolve_vmacaddr.go
 	for _, in := range d.cfg.Instances {
 		// keepalived: "If there are no extra interfaces, disable
-		// vmac_garp_intvl"; without "all" only use_vmac_addr's macvlans
-		// count, which directord does not make.
-		extra := false
+		// vmac_garp_intvl"; without "all" only the macvlans of
+		// use_vmac_addr (or of an address's use_vmac) count.
+		extraIf, extraVMAC := false, false
 		own := in.Interface
 		if in.VMAC != nil {
 			own = in.VMAC.Name
 		}
 		for _, v := range append(append([]VIP{}, in.VIPs...), in.ExcludedVIPs...) {
-			extra = extra || in.AddrDev(v) != own
+			if dev := in.AddrDev(v); dev != own {
+				extraVMAC = extraVMAC || v.VMACDev != ""
+				extraIf = extraIf || v.VMACDev == ""
+			}
 		}
-		if !extra || !in.Garp.ExtraIfAll {
+		if (!extraIf && !extraVMAC) || (!extraVMAC && !in.Garp.ExtraIfAll) {
 			in.Garp.ExtraIf, in.Garp.ExtraIfAll = 0, false
 		}
 	}

@@ -30,11 +30,15 @@ import (
 // the Router flag, as keepalived reads it) are bound to that namespace
 // when opened, and Announce then works from any thread.
 type Announcer struct {
-	ifi  *net.Interface
-	fd   int      // -1: nothing to send on
-	fwd  *os.File // net.ipv6.conf.IF.forwarding; nil without IPv6
-	pace *Pacer
-	buf  []byte
+	// mu guards what relink changes (dynif_linux.go): the interface
+	// made again, or at last.
+	mu     sync.Mutex
+	ifi    *net.Interface
+	fd     int      // -1: nothing to send on
+	fwd    *os.File // net.ipv6.conf.IF.forwarding; nil without IPv6
+	v4, v6 bool
+	pace   *Pacer
+	buf    []byte
 
 	close sync.Once
 }
@@ -71,7 +75,7 @@ func (p *Pacer) wait(ipv6 bool) func() {
 // addresses on ifi, spaced by pace (nil: not spaced). On error nothing is
 // left open.
 func NewAnnouncer(ifi *net.Interface, v4, v6 bool, pace *Pacer) (*Announcer, error) {
-	a := &Announcer{ifi: ifi, fd: -1, pace: pace, buf: make([]byte, 0, NAFrameLen)}
+	a := &Announcer{ifi: ifi, fd: -1, pace: pace, v4: v4, v6: v6, buf: make([]byte, 0, NAFrameLen)}
 	if len(ifi.HardwareAddr) != 6 || (!v4 && !v6) {
 		return a, nil
 	}
@@ -98,6 +102,8 @@ func (a *Announcer) forwarding() bool {
 
 // Announce sends one announcement for each address.
 func (a *Announcer) Announce(addrs []netip.Addr) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.fd < 0 {
 		return nil
 	}
@@ -147,6 +153,8 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 func (a *Announcer) Close() error {
 	var err error
 	a.close.Do(func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
 		if a.fd >= 0 {
 			err = unix.Close(a.fd)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/directord/directord/config"
 )
@@ -54,11 +55,16 @@ type Node struct {
 	// vmacs are the macvlans of the use_vmac instances; rpCleared: the
 	// Node has done clearRPFilter.
 	vmacs     []*vmacLink
+	vmacMu    sync.Mutex // vmacs: the tracking goroutine makes them again (dynif_linux.go)
 	rpCleared bool
 	observe   atomic.Pointer[func(Event)]
 	fifo      func(line string)   // NotifyFIFO's
 	fifoPrio  map[*instance]uint8 // the priorities last seen, under retracking
 	fw        Firewall            // SetFirewall's; nil: no rules
+	// ns is the instances' namespace, where sockets reopen (inNS);
+	// allowIfChanges is dynamic_interfaces allow_if_changes (sockStep).
+	ns             netns.NsHandle
+	allowIfChanges bool
 }
 
 // Firewall drops the traffic to and from a master's virtual addresses
@@ -104,7 +110,8 @@ func (n *Node) Observe(f func(Event)) { n.observe.Store(&f) }
 
 // sock is one Conn with the instances that listen on it.
 type sock struct {
-	conn  *Conn
+	conn atomic.Pointer[Conn] // nil while its interface is missing (dynif_linux.go)
+	sockLink
 	ipv6  bool
 	byID  map[uint8]*instance
 	drops [dropReasons]atomic.Uint64 // before an instance is known
@@ -138,6 +145,9 @@ type instance struct {
 	// srcMissing: a unicast instance's configured source is no address of
 	// this host, which keeps it in FAULT (srcAbsent).
 	srcMissing bool
+	// primaryKnown: primary is set (with dynamic_interfaces, an
+	// interface missing at start gives it when created: attachInstances).
+	primaryKnown atomic.Bool
 
 	group *config.SyncGroup
 	sync  *syncMember   // its place in its sync group; nil outside any
@@ -164,13 +174,29 @@ type instance struct {
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
 	n := &Node{log: log, h: h, addrs: NewAddrs(h), routes: NewRoutes(h), rules: NewRules(h), pacers: map[string]*Pacer{},
-		startupDelay: cfg.Global.StartupDelay}
+		startupDelay: cfg.Global.StartupDelay, ns: netns.None(), allowIfChanges: cfg.Global.AllowIfChanges}
+	if ns, err := netns.Get(); err == nil {
+		n.ns = ns // this thread's: the instances'
+	}
+	n.disableLocalIGMP(&cfg.Global) // igmp_linux.go
 	socks := map[string]*sock{}
 	for _, ci := range cfg.Instances {
 		if ci.VMAC == nil {
 			continue
 		}
+		if cfg.Global.DynamicInterfaces && !n.linkExists(ci.Interface) {
+			// Made when its interface is (remakeVMACs, dynif_linux.go).
+			n.log.Warn("vrrp: interface does not exist yet: its macvlan is made when it is created (dynamic_interfaces)",
+				"instance", ci.Name, "interface", ci.Interface, "macvlan", ci.VMAC.Name)
+			continue
+		}
 		if err := n.vmac(ci); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("vrrp: %w", err)
+		}
+	}
+	for _, ci := range cfg.Instances {
+		if err := n.addrVMACs(ci); err != nil { // vmac_linux.go
 			n.Close()
 			return nil, fmt.Errorf("vrrp: %w", err)
 		}
@@ -202,7 +228,7 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 			n.promote(ci.Interface)
 		}
 		for _, a := range instanceAddrs(ci) {
-			if ci.VMAC != nil && a.Dev == ci.VMAC.Name {
+			if (ci.VMAC != nil && a.Dev == ci.VMAC.Name) || a.VIP.VMACDev != "" {
 				continue // vmacSysctls set it, on a link that goes with the Node
 			}
 			if a.VIP.Prefix.Addr().Is4() && a.Dev != "" {
@@ -259,29 +285,39 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 		if ss.AH {
 			open = func(ifname string, _ bool, group netip.Addr) (*Conn, error) { return OpenAHConn(ifname, group) }
 		}
-		conn, err := open(ss.Interface, ss.IPv6, ss.Group)
-		if err == nil && ss.Unicast {
-			if err = conn.SetUnicastTTL(ss.TTL); err != nil {
-				conn.Close()
-				err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ss.Interface, err)
+		openConn := func() (*Conn, error) {
+			conn, err := open(ss.Interface, ss.IPv6, ss.Group)
+			if err == nil && ss.Unicast {
+				if err = conn.SetUnicastTTL(ss.TTL); err != nil {
+					conn.Close()
+					err = fmt.Errorf("vrrp: unicast_ttl on %s: %w", ss.Interface, err)
+				}
 			}
+			return conn, err
 		}
-		if err != nil {
+		s = &sock{sockLink: newSockLink(ss.Interface, openConn), ipv6: ss.IPv6, byID: map[uint8]*instance{}}
+		if err := n.openSock(s, cfg.Global.DynamicInterfaces); err != nil {
 			return nil, err
 		}
-		s = &sock{conn: conn, ipv6: ss.IPv6, byID: map[uint8]*instance{}}
 		socks[ss.Key] = s
 		n.socks = append(n.socks, s)
 	}
 	in := &instance{node: n, cfg: ci, sock: s, buf: make([]byte, 0, 1500), noPeer: ss.NoPeer}
 	s.byID[uint8(ci.VRID)] = in
 	var err error
+	in.primaryKnown.Store(true)
 	src, configured := configuredSrc(ci)
 	in.primary = src
-	if !configured {
+	switch {
+	case configured:
+	case s.conn.Load() == nil:
+		// Its interface is not there yet (dynamic_interfaces): the
+		// address comes when it is (attachInstances).
+		in.primaryKnown.Store(false)
+	default:
 		// The interface's own address, also for a macvlan's adverts
 		// (keepalived's VRRP_PKT_SADDR: the configured interface's).
-		ifi := s.conn.Interface()
+		ifi := s.conn.Load().Interface()
 		if ci.VMAC != nil {
 			if ifi, err = net.InterfaceByName(ci.Interface); err != nil {
 				return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, ci.Interface, err)
@@ -314,14 +350,18 @@ func (n *Node) newInstance(cfg *config.Config, ci *config.Instance, socks map[st
 			pace = &Pacer{Gap4: cfg.Global.GarpInterval, Gap6: cfg.Global.GnaInterval}
 			n.pacers[dev] = pace
 		}
-		ifi, err := net.InterfaceByName(dev)
-		if err != nil {
-			in.closeAnnouncers()
-			return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, dev, err)
-		}
 		v4, v6 := false, false
 		for _, a := range addrs {
 			v4, v6 = v4 || a.Is4(), v6 || a.Is6()
+		}
+		ifi, err := net.InterfaceByName(dev)
+		if err != nil && cfg.Global.DynamicInterfaces && !n.linkExists(dev) {
+			in.anns[dev] = placeholderAnnouncer(dev, v4, v6, pace) // until it is created
+			continue
+		}
+		if err != nil {
+			in.closeAnnouncers()
+			return nil, fmt.Errorf("vrrp: instance %s: interface %s: %w", ci.Name, dev, err)
 		}
 		if in.anns[dev], err = NewAnnouncer(ifi, v4, v6, pace); err != nil {
 			delete(in.anns, dev)
@@ -617,20 +657,44 @@ func (n *Node) Close() {
 		n.track.close()
 	}
 	for _, s := range n.socks {
-		s.conn.Close()
+		s.shut()
 	}
 	for _, in := range n.insts {
 		in.closeAnnouncers()
 	}
+	if n.ns.IsOpen() {
+		n.ns.Close()
+		n.ns = netns.None()
+	}
 }
 
-// read receives on one socket until it is closed.
+// read receives on one socket until the Node closes it, on each conn it
+// has in turn (its interface made again: dynif_linux.go).
 func (n *Node) read(s *sock) {
 	buf := make([]byte, 9000)
+	for {
+		c := s.conn.Load()
+		if c == nil {
+			if !s.waitConn() {
+				return
+			}
+			continue
+		}
+		n.readConn(s, c, buf)
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+	}
+}
+
+// readConn receives on one conn of s until it is closed.
+func (n *Node) readConn(s *sock, c *Conn, buf []byte) {
 	var a Advert
 	a.Addrs = make([]netip.Addr, 0, MaxAddrs)
 	for {
-		nb, r, err := s.conn.Read(buf)
+		nb, r, err := c.Read(buf)
 		var de *DecodeError
 		if errors.As(err, &de) {
 			s.drops[de.Reason].Add(1)
@@ -644,7 +708,7 @@ func (n *Node) read(s *sock) {
 				s.drops[de.Reason].Add(1) // an AH packet ParseAH refused
 				continue
 			}
-			n.log.Warn("vrrp read", "interface", s.conn.Interface().Name, "err", err)
+			n.log.Warn("vrrp read", "interface", c.Interface().Name, "err", err)
 			continue
 		}
 		if err := a.Unmarshal(buf[:nb], r.Src, r.Dst); err != nil {
@@ -694,6 +758,10 @@ func (n *Node) read(s *sock) {
 
 // SendAdvert is an Action: one advert to the group or each unicast peer.
 func (in *instance) SendAdvert(prio uint8) {
+	conn := in.sock.conn.Load()
+	if conn == nil {
+		return // its interface is gone: the instance is in FAULT
+	}
 	a := newAdvert(&in.params, &in.expect, in.vips, prio)
 	var id uint16
 	var seq uint32
@@ -708,7 +776,7 @@ func (in *instance) SendAdvert(prio uint8) {
 			b = AppendAH(in.abuf[:0], &h, b, &in.ah.Key, in.ah.Unicast)
 		}
 		if err == nil {
-			err = in.sock.conn.Write(b, in.primary, dst)
+			err = conn.Write(b, in.primary, dst)
 		}
 		if err != nil {
 			in.logger().Warn("vrrp send", "dst", dst, "err", err)
@@ -755,6 +823,9 @@ func (in *instance) announce(done chan<- struct{}) {
 			for dev, ann := range in.anns {
 				if dev == own && (in.cfg.VMAC == nil || !in.cfg.VMAC.XmitBase) {
 					continue
+				}
+				if !in.cfg.Garp.ExtraIfAll && !isAddrVMAC(in.cfg, dev) {
+					continue // without "all", the macvlans of use_vmac_addr only
 				}
 				if err := ann.Announce(in.annAddrs[dev][:1]); err != nil {
 					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
@@ -891,10 +962,13 @@ func (n *Node) Status(ctx context.Context) ([]InstanceStatus, error) {
 			return nil, err
 		}
 		s := InstanceStatus{Name: in.cfg.Name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
-			Yielding: st.Yielding, Primary: in.primary,
-			Sent: in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
+			Yielding: st.Yielding,
+			Sent:     in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
 		if ns := in.since.Load(); ns != 0 {
 			s.Since = time.Unix(0, ns)
+		}
+		if in.primaryKnown.Load() {
+			s.Primary = in.primary
 		}
 		for _, r := range DropReasons() {
 			if v := in.drops[r].Load() + in.sock.drops[r].Load(); v > 0 {

@@ -75,7 +75,7 @@ func (n *Node) bequeath() {
 				continue
 			}
 			t.Adverts = append(t.Adverts, WillAdvert{Instance: in.cfg.Name, Interface: sendIf(in.cfg),
-				IPv6: in.sock.conn.ipv6, Src: in.primary, Dst: dst, Packet: b})
+				IPv6: in.sock.ipv6, Src: in.primary, Dst: dst, Packet: b})
 		}
 	}
 	t.Addrs = n.addrs.will()

@@ -45,7 +45,7 @@ func TestTestamentSkipsAH(t *testing.T) {
 	for i, auth := range []string{"PASS", "AH"} {
 		in := &instance{node: n, cfg: &config.Instance{Name: auth, Interface: "eth0"},
 			params: Params{Version: 2, VRID: uint8(51 + i)}, primary: netip.MustParseAddr("192.0.2.1"),
-			dsts: []netip.Addr{Group4}, vips: addrs("192.0.2.100"), sock: &sock{conn: &Conn{}}}
+			dsts: []netip.Addr{Group4}, vips: addrs("192.0.2.100"), sock: &sock{}}
 		in.expect.AuthType = AuthSimple
 		if auth == "AH" {
 			in.expect.AuthType, in.ah = AuthAH, &AHState{Key: NewAHKey("x")}

@@ -89,6 +89,7 @@ func (t *tracking) relist() {
 			t.links[l.Attrs().Name] = linkUp(l)
 		}
 		t.mu.Unlock()
+		t.node.relistSocks()
 		t.node.retrack(time.Now())
 	}
 }
@@ -129,11 +130,12 @@ func (t *tracking) run(ctx context.Context) {
 			if u.Header.Type == 17 { // RTM_DELLINK
 				up = false
 			}
+			relinked := t.node.relink(u) // sockets on a new interface (dynif_linux.go)
 			t.mu.Lock()
 			changed := t.links[name] != up
 			t.links[name] = up
 			t.mu.Unlock()
-			if changed {
+			if changed || relinked {
 				t.node.log.Info("vrrp tracked interface", "interface", name, "up", up)
 				t.node.retrack(time.Now())
 			}
@@ -170,7 +172,10 @@ func (t *tracking) runScript(ctx context.Context, s *trackedScript) {
 func (t *tracking) effective(in *instance) (uint8, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return Effective(uint8(in.cfg.Priority), trackedOf(in.cfg, in.group, in.srcMissing, trackSeen{t}))
+	list := trackedOf(in.cfg, in.group, in.srcMissing, trackSeen{t})
+	// No socket: its interface is missing (dynif_linux.go).
+	list = append(list, Tracked{Good: in.sock.conn.Load() != nil})
+	return Effective(uint8(in.cfg.Priority), list)
 }
 
 // trackSeen is the tracking's trackView, read under its mutex.

@@ -17,6 +17,7 @@ import (
 // vmacLink is a macvlan a Node runs a use_vmac instance on.
 type vmacLink struct {
 	name, base string
+	baseIndex  int // the interface it was made on (forgetBaseSysctls)
 	// created: this Node made it. A Node that never ran (a reload refused
 	// after NewNode) removes only those; a Node that ran removes every
 	// vmacLink it still holds (Adopt hands those a reload keeps over).
@@ -36,92 +37,126 @@ type vmacLink struct {
 // error (keepalived then falls back to a name of its own).
 func (n *Node) vmac(ci *config.Instance) error {
 	v := ci.VMAC
-	h := n.h
-	base, err := h.LinkByName(ci.Interface)
-	if err != nil {
-		return fmt.Errorf("instance %s: use_vmac: interface %s: %w", ci.Name, ci.Interface, err)
-	}
-	mac, err := net.ParseMAC(v.MAC)
-	if err != nil {
-		return fmt.Errorf("instance %s: use_vmac: %w", ci.Name, err)
-	}
 	ipv6 := ci.Family == config.Inet6
+	v6 := ipv6
+	for _, x := range ci.ExcludedVIPs {
+		v6 = v6 || x.Prefix.Addr().Is6()
+	}
+	base, l, err := n.macvlan(ci.Name, v.Name, ci.Interface, v.MAC, ipv6, v6)
+	if err != nil {
+		return err
+	}
+	if ipv6 {
+		return n.vmacLinkLocal(ci, base, l)
+	}
+	return nil
+}
+
+// addrVMACs makes the macvlans of an instance's addresses on other
+// interfaces (use_vmac_addr, an address's use_vmac) as keepalived makes
+// them: each as the instance's own macvlan of that family, without the
+// link-local source of adverts (none leave on it).
+func (n *Node) addrVMACs(ci *config.Instance) error {
+	for _, av := range ci.AddrVMACs {
+		if _, _, err := n.macvlan(ci.Name, av.Name, av.Base, av.MAC, av.IPv6, av.IPv6); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// macvlan makes (or takes) the private macvlan name on the interface
+// base with mac, set up for addresses of that family (ipv6) and with IPv6
+// on it only if v6, and up; it returns the base and the macvlan.
+func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool) (netlink.Link, netlink.Link, error) {
+	h := n.h
+	base, err := h.LinkByName(baseName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("instance %s: use_vmac: interface %s: %w", inst, baseName, err)
+	}
+	mac, err := net.ParseMAC(macStr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("instance %s: use_vmac: %w", inst, err)
+	}
 	if !ipv6 {
 		// Before the macvlan exists, so that it is made with the raised
 		// default and is set to 0 itself afterwards.
 		n.clearRPFilter()
 	}
-	l, err := h.LinkByName(v.Name)
+	l, err := h.LinkByName(name)
 	var nf netlink.LinkNotFoundError
 	switch {
 	case errors.As(err, &nf):
 		l = nil
 	case err != nil:
-		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+		return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
 	default:
 		mv, ok := l.(*netlink.Macvlan)
 		if !ok {
-			return fmt.Errorf("instance %s: use_vmac: interface %s exists and is not a macvlan (it is a %s)", ci.Name, v.Name, l.Type())
+			return nil, nil, fmt.Errorf("instance %s: use_vmac: interface %s exists and is not a macvlan (it is a %s)", inst, name, l.Type())
 		}
 		if mv.ParentIndex != base.Attrs().Index || mv.Mode != netlink.MACVLAN_MODE_PRIVATE || !bytes.Equal(mv.HardwareAddr, mac) {
-			n.log.Info("vrrp: replacing a macvlan of another interface, MAC or mode", "instance", ci.Name, "interface", v.Name)
+			n.log.Info("vrrp: replacing a macvlan of another interface, MAC or mode", "instance", inst, "interface", name)
 			if err := h.LinkDel(l); err != nil {
-				return fmt.Errorf("instance %s: use_vmac: remove old %s: %w", ci.Name, v.Name, err)
+				return nil, nil, fmt.Errorf("instance %s: use_vmac: remove old %s: %w", inst, name, err)
 			}
 			l = nil
 		}
 	}
 	created := false
 	if l == nil {
-		mv := &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: v.Name, ParentIndex: base.Attrs().Index, HardwareAddr: mac},
+		mv := &netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: name, ParentIndex: base.Attrs().Index, HardwareAddr: mac},
 			Mode: netlink.MACVLAN_MODE_PRIVATE}
 		if err := h.LinkAdd(mv); err != nil {
-			return fmt.Errorf("instance %s: use_vmac: create macvlan %s on %s with %s: %w", ci.Name, v.Name, ci.Interface, v.MAC, err)
+			return nil, nil, fmt.Errorf("instance %s: use_vmac: create macvlan %s on %s with %s: %w", inst, name, baseName, macStr, err)
 		}
 		created = true
-		if l, err = h.LinkByName(v.Name); err != nil {
-			return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+		if l, err = h.LinkByName(name); err != nil {
+			return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
 		}
 	}
-	n.vmacs = append(n.vmacs, &vmacLink{name: v.Name, base: ci.Interface, created: created})
+	n.vmacMu.Lock()
+	known := false
+	for _, v := range n.vmacs {
+		if v.name == name {
+			known, v.created = true, v.created || created
+		}
+	}
+	if !known {
+		n.vmacs = append(n.vmacs, &vmacLink{name: name, base: baseName, baseIndex: base.Attrs().Index, created: created})
+	}
+	n.vmacMu.Unlock()
 	if created {
-		n.log.Info("vrrp: macvlan created", "instance", ci.Name, "interface", v.Name, "base", ci.Interface, "mac", v.MAC)
+		n.log.Info("vrrp: macvlan created", "instance", inst, "interface", name, "base", baseName, "mac", macStr)
 	}
 	if !ipv6 {
-		if err := n.vmacSysctls(v.Name, ci.Interface); err != nil {
-			return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+		if err := n.vmacSysctls(name, baseName); err != nil {
+			return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
 		}
 	}
 	// No link-local address made from the VMAC: the address generation
 	// mode first (it cannot go with the link's creation), then IPv6 off
-	// for an IPv4 instance without IPv6 addresses, as keepalived does.
+	// for an IPv4 macvlan without IPv6 addresses, as keepalived does.
 	if err := h.LinkSetIP6AddrGenMode(l, 1 /* IN6_ADDR_GEN_MODE_NONE */); err != nil {
-		n.log.Warn("vrrp: setting no IPv6 address generation on the macvlan", "instance", ci.Name, "interface", v.Name, "err", err)
-	}
-	v6 := ipv6
-	for _, x := range ci.ExcludedVIPs {
-		v6 = v6 || x.Prefix.Addr().Is6()
+		n.log.Warn("vrrp: setting no IPv6 address generation on the macvlan", "instance", inst, "interface", name, "err", err)
 	}
 	disable := "0"
 	if !v6 {
 		disable = "1"
 	}
-	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+v.Name+"/disable_ipv6", disable); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", disable); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
 	}
 	// No router solicitation from the VMAC when the link comes up: a
 	// switch would learn the VMAC at a backup's port (keepalived drops
 	// them with an nftables rule, setup_rule_drop_router_solicit).
-	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+v.Name+"/router_solicitations", "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("instance %s: use_vmac %s: %w", ci.Name, v.Name, err)
+	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+name+"/router_solicitations", "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
 	}
 	if err := h.LinkSetUp(l); err != nil {
-		return fmt.Errorf("instance %s: use_vmac: set %s up: %w", ci.Name, v.Name, err)
+		return nil, nil, fmt.Errorf("instance %s: use_vmac: set %s up: %w", inst, name, err)
 	}
-	if ipv6 {
-		return n.vmacLinkLocal(ci, base, l)
-	}
-	return nil
+	return base, l, nil
 }
 
 // vmacLinkLocal gives an IPv6 instance's macvlan the source of its adverts,
@@ -239,6 +274,8 @@ func (n *Node) clearRPFilter() {
 // removeVMACs removes the macvlans the Node holds (all), or only those it
 // created (a Node that never ran).
 func (n *Node) removeVMACs(all bool) error {
+	n.vmacMu.Lock()
+	defer n.vmacMu.Unlock()
 	var errs []error
 	for _, v := range n.vmacs {
 		if !all && !v.created {
@@ -268,6 +305,8 @@ func (n *Node) removeVMACs(all bool) error {
 // takeVMACs hands the macvlans n uses too from old to n: old leaves them
 // when it stops.
 func (n *Node) takeVMACs(old *Node) {
+	old.vmacMu.Lock()
+	defer old.vmacMu.Unlock()
 	kept := old.vmacs[:0]
 	for _, ov := range old.vmacs {
 		mine := false
@@ -288,4 +327,15 @@ func readSysctl(path string) (string, error) {
 
 func writeSysctl(path, v string) error {
 	return os.WriteFile(path, []byte(v), 0)
+}
+
+// isAddrVMAC says whether dev is one of the instance's macvlans for its
+// addresses on other interfaces (use_vmac_addr, an address's use_vmac).
+func isAddrVMAC(ci *config.Instance, dev string) bool {
+	for _, av := range ci.AddrVMACs {
+		if av.Name == dev {
+			return true
+		}
+	}
+	return false
 }

@@ -117,7 +117,7 @@ func TestConfigTestExitCodes(t *testing.T) {
 		strings.Replace(goodConf, "virtual_server 192.0.2.1 443 {\n", "virtual_server 192.0.2.1 443 {\n    announce bgp\n", 1))
 	// Each function lost is one line, its keywords and lines listed.
 	lost := writeConf(t, "garp_group {\n}\nglobal_defs {\n    enable_snmp_vrrp\n}\n"+
-		strings.Replace(goodConf, "interface eth0", "interface eth0\n    use_vmac_addr", 1))
+		strings.Replace(goodConf, "interface eth0", "interface eth0\n    use_ipvlan", 1))
 	// A keyword used many times is listed once, at its first use.
 	// Three virtual servers whose sorry servers name a method, which
 	// keepalived ignores: one difference, used three times.
@@ -147,7 +147,7 @@ func TestConfigTestExitCodes(t *testing.T) {
 			"what this file relies on that directord does not do:\n" +
 				"  no gratuitous ARP groups: garp_group at " + lost + ":1\n" +
 				"  no SNMP or DBus (use directorctl and the Prometheus metrics): enable_snmp_vrrp at " + lost + ":4\n" +
-				"  no ipvlan interface, and no base address on a virtual MAC's macvlan: use_vmac_addr at " + lost + ":8\n", ""},
+				"  no ipvlan interface: use_ipvlan at " + lost + ":8\n", ""},
 		{"a difference used three times, listed once", []string{"-t", "-f", many}, exitOK,
 			"  " + many + ":19: sorry_server (in virtual_server) (used 3 times, first here): the words after the port", ""},
 		{"differences listed", []string{"-t", "-f", differs}, exitOK,

@@ -1,0 +1,421 @@
+package vrrp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// sockLink is what a VRRP socket needs to follow its interface: deleted,
+// the socket closes and its instances are in FAULT; made again, it
+// reopens on the new interface, as keepalived 2.2.7 does
+// (cleanup_lost_interface, update_added_interface). With
+// dynamic_interfaces an interface may also be missing at start: the
+// socket then opens when it is created. Its fields are the tracking
+// goroutine's (and NewNode's, before it runs), except conn's pointer.
+type sockLink struct {
+	ifname string
+	open   func() (*Conn, error)
+	index  int      // the index conn is open on; 0: not open
+	first  LinkSeen // the interface when the socket first opened
+	// refused: a SockRefuse was logged (once per kind seen).
+	refused bool
+	// wake tells the reader that a new conn is there; stop that the
+	// Node closed.
+	wake     chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func newSockLink(ifname string, open func() (*Conn, error)) sockLink {
+	return sockLink{ifname: ifname, open: open, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// openSock opens s on its interface. With dynamic_interfaces an interface
+// that does not exist is not an error: s stays closed, its instances in
+// FAULT, until the interface is created (keepalived: "Configuration
+// specifies interface NAME which doesn't currently exist - will use if
+// created").
+func (n *Node) openSock(s *sock, dynamic bool) error {
+	l, err := n.h.LinkByName(s.ifname)
+	var nf netlink.LinkNotFoundError
+	if dynamic && errors.As(err, &nf) {
+		n.log.Warn("vrrp: interface does not exist yet: its instances are in FAULT until it is created (dynamic_interfaces)",
+			"interface", s.ifname)
+		return nil
+	}
+	c, err := s.open()
+	if err != nil {
+		return err
+	}
+	s.conn.Store(c)
+	s.index = c.Interface().Index
+	if l != nil {
+		s.first = n.linkSeen(l)
+	}
+	return nil
+}
+
+// linkSeen describes a link for sockStep.
+func (n *Node) linkSeen(l netlink.Link) LinkSeen {
+	a := l.Attrs()
+	s := LinkSeen{Exists: true, Index: a.Index}
+	if mv, ok := l.(*netlink.Macvlan); ok {
+		s.Macvlan = true
+		if p, err := n.h.LinkByIndex(mv.ParentIndex); err == nil {
+			s.Parent = p.Attrs().Name
+		}
+	}
+	return s
+}
+
+// relink follows one link update for the sockets and announcers on that
+// link; it reports whether anything changed (the caller then recomputes
+// every instance's fault). It runs on the tracking goroutine.
+func (n *Node) relink(u netlink.LinkUpdate) bool {
+	name := u.Link.Attrs().Name
+	seen := LinkSeen{Index: u.Link.Attrs().Index} // deleted
+	if u.Header.Type != unix.RTM_DELLINK {
+		seen = n.linkSeen(u.Link)
+	}
+	changed := false
+	for _, s := range n.socks {
+		if s.ifname != name && s.index != 0 && s.index == u.Link.Attrs().Index {
+			// Renamed: the interface the socket is on is not the one
+			// configured any more (keepalived: "Interface name has
+			// changed").
+			changed = n.sockTo(s, LinkSeen{}) || changed
+		}
+	}
+	changed = n.relinkName(name, seen) || changed
+	return n.remakeVMACs(name) || changed
+}
+
+// remakeVMACs makes again the macvlan of a use_vmac instance that is
+// gone while its interface is there (deleted under directord, or the
+// interface made again: the kernel deletes a macvlan with its parent),
+// as keepalived's recreate_vmac_thread; name is the link that changed.
+// Its socket then opens on it at its creation's link update.
+func (n *Node) remakeVMACs(name string) bool {
+	changed := false
+	for _, in := range n.insts {
+		v := in.cfg.VMAC
+		if v == nil || (v.Name != name && in.cfg.Interface != name) {
+			continue
+		}
+		if n.linkExists(v.Name) {
+			continue
+		}
+		base, err := n.h.LinkByName(in.cfg.Interface)
+		if err != nil {
+			continue
+		}
+		n.forgetBaseSysctls(v.Name, in.cfg.Interface, base.Attrs().Index)
+		n.inNS(func() { err = n.vmac(in.cfg) })
+		if err != nil {
+			in.logger().Warn("vrrp: making the macvlan again", "interface", v.Name, "err", err)
+			continue
+		}
+		in.logger().Info("vrrp: macvlan made again", "interface", v.Name, "base", in.cfg.Interface)
+		changed = true
+	}
+	return changed
+}
+
+// relist follows every link afresh, after link updates were lost.
+func (n *Node) relistSocks() bool {
+	changed := false
+	names := map[string]bool{}
+	for _, s := range n.socks {
+		names[s.ifname] = true
+	}
+	for _, in := range n.insts {
+		for dev := range in.anns {
+			names[dev] = true
+		}
+	}
+	for name := range names {
+		seen := LinkSeen{}
+		l, err := n.h.LinkByName(name)
+		var nf netlink.LinkNotFoundError
+		switch {
+		case err == nil:
+			seen = n.linkSeen(l)
+		case !errors.As(err, &nf):
+			continue // cannot tell
+		}
+		changed = n.relinkName(name, seen) || changed
+		changed = n.remakeVMACs(name) || changed
+	}
+	return changed
+}
+
+func (n *Node) relinkName(name string, seen LinkSeen) bool {
+	changed := false
+	for _, s := range n.socks {
+		if s.ifname == name {
+			changed = n.sockTo(s, seen) || changed
+		}
+	}
+	if seen.Exists {
+		for _, in := range n.insts {
+			if a := in.anns[name]; a != nil && a.index() != seen.Index {
+				var err error
+				n.inNS(func() { err = a.relink(name) })
+				if err != nil {
+					in.logger().Warn("vrrp: announcements on a new interface", "interface", name, "err", err)
+				}
+			}
+		}
+	}
+	return changed
+}
+
+// sockTo brings s to the interface as seen: closed, opened or reopened.
+func (n *Node) sockTo(s *sock, seen LinkSeen) bool {
+	step := sockStep(s.index, s.first, seen, n.allowIfChanges)
+	switch step {
+	case SockKeep:
+		return false
+	case SockClose:
+		if c := s.conn.Swap(nil); c != nil {
+			c.Close()
+		}
+		n.log.Warn("vrrp: interface gone: its instances are in FAULT until it comes back", "interface", s.ifname)
+		s.index = 0
+		return true
+	case SockRefuse:
+		if c := s.conn.Swap(nil); c != nil {
+			c.Close()
+		}
+		s.index = 0
+		if !s.refused {
+			s.refused = true
+			n.log.Error("vrrp: interface came back as another kind (a macvlan or not, or on another parent): "+
+				"its instances stay in FAULT, as keepalived's without allow_if_changes",
+				"interface", s.ifname, "macvlan", seen.Macvlan, "parent", seen.Parent)
+		}
+		return true
+	}
+	var c *Conn
+	var err error
+	n.inNS(func() {
+		if c, err = s.open(); err == nil {
+			err = n.attachInstances(s)
+		}
+	})
+	if err != nil {
+		if c != nil {
+			c.Close()
+		}
+		n.log.Warn("vrrp: cannot open the socket on the interface yet: tried again at its next change",
+			"interface", s.ifname, "err", err)
+		if step == SockReopen {
+			if old := s.conn.Swap(nil); old != nil {
+				old.Close()
+			}
+			s.index = 0
+			return true
+		}
+		return false
+	}
+	// The new socket before the old one closes: its instances are not in
+	// FAULT in between.
+	if old := s.conn.Swap(c); old != nil {
+		old.Close()
+	}
+	s.index = seen.Index
+	if !s.first.Exists {
+		s.first = seen
+	}
+	s.refused = false
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	n.log.Info("vrrp: socket open on the interface", "interface", s.ifname, "step", step.String())
+	return true
+}
+
+// attachInstances gives the instances of s that take their source from
+// their interface, and never had it, their primary address (and their
+// unicast peers without it). It runs in the Node's namespace, before the
+// socket is stored: the readers of in.primary load the socket first.
+func (n *Node) attachInstances(s *sock) error {
+	for _, in := range s.byID {
+		if in.primaryKnown.Load() {
+			continue // kept across a reopen, as keepalived keeps its saddr
+		}
+		name := in.cfg.Interface
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			return fmt.Errorf("instance %s: interface %s: %w", in.cfg.Name, name, err)
+		}
+		p, err := PrimaryAddr(ifi, in.sock.ipv6)
+		if err != nil {
+			return fmt.Errorf("instance %s: %w", in.cfg.Name, err)
+		}
+		in.primary = p
+		if in.mcast.IsValid() {
+			in.dsts = []netip.Addr{in.mcast}
+		} else {
+			in.dsts = in.dsts[:0]
+			for _, peer := range in.cfg.UnicastPeers {
+				if peer.Addr != p {
+					in.dsts = append(in.dsts, peer.Addr)
+				}
+			}
+		}
+		in.drv.post(func(time.Time) { in.drv.m.p.Primary = p })
+		in.primaryKnown.Store(true)
+	}
+	return nil
+}
+
+// waitConn waits for a new conn on s; false: the Node closed.
+func (s *sock) waitConn() bool {
+	select {
+	case <-s.wake:
+		return true
+	case <-s.stop:
+		return false
+	}
+}
+
+// shut closes s for good: its reader returns.
+func (s *sock) shut() {
+	s.stopOnce.Do(func() { close(s.stop) })
+	if c := s.conn.Swap(nil); c != nil {
+		c.Close()
+	}
+}
+
+// inNS runs f on a thread in the Node's network namespace. The daemon's
+// threads all are (it runs in its namespace whole, docs/operations.md),
+// so it needs no setns(2), and no CAP_SYS_ADMIN; a test's Node, made on
+// one thread moved into a namespace, is followed there.
+func (n *Node) inNS(f func()) {
+	if !n.ns.IsOpen() {
+		f()
+		return
+	}
+	runtime.LockOSThread()
+	cur, err := netns.Get()
+	if err != nil || cur.Equal(n.ns) {
+		if err == nil {
+			cur.Close()
+		}
+		runtime.UnlockOSThread()
+		f()
+		return
+	}
+	defer cur.Close()
+	if err := netns.Set(n.ns); err != nil {
+		runtime.UnlockOSThread()
+		n.log.Warn("vrrp: cannot enter the instances' namespace", "err", err)
+		f()
+		return
+	}
+	f()
+	if netns.Set(cur) == nil {
+		runtime.UnlockOSThread()
+	} // else the thread stays locked, and ends with the goroutine
+}
+
+// placeholderAnnouncer stands for the announcer of an interface that does
+// not exist yet (dynamic_interfaces): it sends nothing until relink.
+func placeholderAnnouncer(dev string, v4, v6 bool, pace *Pacer) *Announcer {
+	return &Announcer{ifi: &net.Interface{Name: dev}, fd: -1, pace: pace, v4: v4, v6: v6,
+		buf: make([]byte, 0, NAFrameLen)}
+}
+
+func (a *Announcer) index() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ifi.Index
+}
+
+// relink points a at the interface named dev as it is now (made again,
+// or made at last), opening what it needs. It runs in the device's
+// namespace.
+func (a *Announcer) relink(dev string) error {
+	ifi, err := net.InterfaceByName(dev)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ifi = ifi
+	if len(ifi.HardwareAddr) != 6 || (!a.v4 && !a.v6) {
+		return nil
+	}
+	if a.fd < 0 {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("vrrp: announcement socket for %s: %w", dev, err)
+		}
+		a.fd = fd
+	}
+	if a.v6 {
+		// The old interface's sysctl file is gone with it.
+		f, err := os.Open("/proc/sys/net/ipv6/conf/" + dev + "/forwarding")
+		if err != nil {
+			return fmt.Errorf("vrrp: announcements on %s: %w", dev, err)
+		}
+		if a.fwd != nil {
+			a.fwd.Close()
+		}
+		a.fwd = f
+	}
+	return nil
+}
+
+// linkExists says whether the Node's namespace has a link of that name.
+func (n *Node) linkExists(name string) bool {
+	_, err := n.h.LinkByName(name)
+	var nf netlink.LinkNotFoundError
+	return !errors.As(err, &nf)
+}
+
+// forgetBaseSysctls lets go of what setSysctl saved for the interface of
+// a macvlan about to be made again, when that interface is not the one
+// the macvlan was first made on (made again itself): the new interface's
+// sysctls are set and saved afresh, as for a new interface.
+func (n *Node) forgetBaseSysctls(vmacName, base string, index int) {
+	n.vmacMu.Lock()
+	stale := false
+	for _, v := range n.vmacs {
+		if v.name == vmacName && v.baseIndex != index {
+			stale, v.baseIndex = true, index
+		}
+	}
+	n.vmacMu.Unlock()
+	if !stale {
+		return
+	}
+	prefix := "/proc/sys/net/ipv4/conf/" + base + "/"
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	kept := n.sysctlPaths[:0]
+	for _, p := range n.sysctlPaths {
+		if strings.HasPrefix(p, prefix) {
+			if s := n.promoted[p]; s != nil {
+				s.f.Close()
+				delete(n.promoted, p)
+			}
+			continue
+		}
+		kept = append(kept, p)
+	}
+	n.sysctlPaths = kept
+}

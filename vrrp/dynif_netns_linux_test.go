@@ -1,0 +1,140 @@
+package vrrp
+
+import (
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/directord/directord/internal/nstest"
+)
+
+// TestDynamicInterfaceCreatedLater: with dynamic_interfaces, an instance
+// whose interface does not exist at start is in FAULT, holds nothing,
+// and runs once the interface is created: it becomes master (no peer
+// answers), adds its VIP and sends its adverts on the new interface, as
+// keepalived's "will use if created". Without the keyword the same
+// configuration does not start.
+func TestDynamicInterfaceCreatedLater(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-dyn-a")
+	b := nstest.New(t, "dd-dyn-b")
+	inst := nstest.Instance("ddy", 200, 3, "1", "192.0.2.100/24", "")
+	cfg := parseConf(t, a, inst)
+	var err error
+	a.Do(t, func() {
+		var n *Node
+		if n, err = NewNode(cfg, a.NL, slog.New(slog.NewTextHandler(testWriter{t, a.Name}, nil))); err == nil {
+			n.Close()
+		}
+	})
+	if err == nil {
+		t.Fatal("without dynamic_interfaces, a missing interface started")
+	}
+	na := startNode(t, a, "global_defs {\n dynamic_interfaces\n}\n"+inst)
+	nstest.HoldFor(t, 1500*time.Millisecond, "FAULT without its interface", func() bool { return na.state(t) == Fault })
+	nstest.Link(t, a, b, "ddy", "ddyb", "192.0.2.1/24", "192.0.2.2/24")
+	adverts := nstest.WatchVRRP(t, b, "ddyb")
+	created := time.Now()
+	nstest.WaitFor(t, 15*time.Second, "master with its VIP on the new interface", func() bool {
+		return na.state(t) == Master && a.HasAddr(t, "ddy", "192.0.2.100")
+	})
+	nstest.WaitFor(t, 5*time.Second, "adverts on the new interface", func() bool {
+		return adverts.Count("192.0.2.1", created) >= 2
+	})
+	if p := na.status(t).Primary.String(); p != "192.0.2.1" {
+		t.Errorf("primary %s, want the new interface's 192.0.2.1", p)
+	}
+}
+
+// TestInterfaceMadeAgain: an instance's interface deleted under a master
+// puts it in FAULT; made again (a new index), the instance reopens its
+// socket on it and is master again, its adverts and VIP on the new
+// interface, as keepalived's cleanup_lost_interface and
+// update_added_interface (with or without dynamic_interfaces).
+func TestInterfaceMadeAgain(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-again-a")
+	b := nstest.New(t, "dd-again-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	na := startNode(t, a, nstest.Instance("dda", 200, 3, "1", "192.0.2.100/24", ""))
+	nstest.WaitFor(t, 15*time.Second, "master", func() bool {
+		return na.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
+	})
+	l, err := a.NL.LinkByName("dda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 5*time.Second, "FAULT without its interface", func() bool { return na.state(t) == Fault })
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	adverts := nstest.WatchVRRP(t, b, "ddb")
+	again := time.Now()
+	nstest.WaitFor(t, 15*time.Second, "master again with its VIP", func() bool {
+		return na.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
+	})
+	nstest.WaitFor(t, 5*time.Second, "adverts on the interface made again", func() bool {
+		return adverts.Count("192.0.2.1", again) >= 2
+	})
+}
+
+// TestVMACMadeAgain: a use_vmac master's macvlan deleted under directord
+// puts it in FAULT; directord makes the macvlan again, as keepalived's
+// recreate_vmac_thread, and the instance is master again on it, its VIP
+// there and its adverts heard; the same when its interface is deleted
+// (the kernel deletes the macvlan with it) and made again. With
+// dynamic_interfaces the interface may be missing at start: the macvlan
+// is made when it is created.
+func TestVMACMadeAgain(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vmagain-a")
+	b := nstest.New(t, "dd-vmagain-b")
+	inst := nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", "use_vmac")
+	na := startNode(t, a, "global_defs {\n dynamic_interfaces\n}\n"+inst)
+	nstest.HoldFor(t, time.Second, "FAULT without its interface", func() bool { return na.state(t) == Fault })
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	master := func(what string) {
+		t.Helper()
+		adverts := nstest.WatchVRRP(t, b, "ddb")
+		since := time.Now()
+		nstest.WaitFor(t, 15*time.Second, what, func() bool {
+			return na.state(t) == Master && a.HasAddr(t, "vrrp.51", "192.0.2.100") && adverts.Count("192.0.2.1", since) >= 2
+		})
+	}
+	master("master on the macvlan made with its interface")
+	if err := a.NL.LinkDel(macvlan(t, a, "vrrp.51")); err != nil {
+		t.Fatal(err)
+	}
+	master("master again on the macvlan made again")
+	l, err := a.NL.LinkByName("dda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 5*time.Second, "FAULT without its interface", func() bool { return na.state(t) == Fault })
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	master("master again on the interface made again")
+	// The new interface answers no ARP for the macvlan's addresses, and
+	// has its own values back after the stop.
+	sysctl := func(name string) string {
+		var v []byte
+		var err error
+		a.Do(t, func() { v, err = os.ReadFile("/proc/sys/net/ipv4/conf/dda/" + name) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(v))
+	}
+	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "1" || af != "1" {
+		t.Errorf("the interface made again: arp_ignore %s arp_filter %s, want 1 1", ai, af)
+	}
+	na.stop()
+	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "0" || af != "0" {
+		t.Errorf("after the stop: arp_ignore %s arp_filter %s, want 0 0 back", ai, af)
+	}
+}
