@@ -363,9 +363,10 @@ func daemonMain(o *options, cfg *config.Config, stderr io.Writer) int {
 	// configuration, then building the model, the checks and the IPVS
 	// side (whose first sync logs its own time) and VRRP.
 	phases := []any{"config_ms", o.loaded.Milliseconds(),
-		"start_ms", time.Since(o.begun.Add(o.loaded)).Milliseconds()}
-	if o.execKnown {
-		phases = append(phases, "exec_to_main_ms", o.execToMain.Milliseconds())
+		"start_ms", time.Since(o.begun.Add(o.loaded)).Milliseconds(),
+		"exec_to_main_ms", o.execToMain.Milliseconds()}
+	if !o.execKnown {
+		phases = phases[:4]
 	}
 	log.Debug("start: phases", phases...)
 	log.Info("directord started", "version", version, "config", o.file,
