@@ -37,7 +37,7 @@ type Router struct {
 	NS    *nstest.NS
 	Dir   string
 	Name  string
-	t     testing.TB
+	t     nstest.TB
 	procs []*nstest.Process
 }
 
@@ -58,8 +58,9 @@ type Conf struct {
 	BGP, BFD string
 }
 
-// Start runs zebra, bfdd and bgpd in ns with conf.
-func Start(t testing.TB, ns *nstest.NS, conf Conf) *Router {
+// Start runs zebra, bfdd and bgpd in ns with conf. t is a test's, or
+// any nstest.TB (the lab's demo).
+func Start(t nstest.TB, ns *nstest.NS, conf Conf) *Router {
 	t.Helper()
 	u, err := user.Lookup("frr")
 	if err != nil {
@@ -195,7 +196,7 @@ type route struct {
 	} `json:"nexthops"`
 }
 
-func parseRoutes(t testing.TB, out []byte) []netip.Addr {
+func parseRoutes(t nstest.TB, out []byte) []netip.Addr {
 	var routes []route
 	if len(strings.TrimSpace(string(out))) > 0 {
 		if err := json.Unmarshal(out, &routes); err != nil {
