@@ -2,9 +2,13 @@ package lab
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/directord/directord/ipvs"
 )
@@ -22,8 +26,10 @@ func (l *Lab) WaitAnnounced(ds []*Director, limit time.Duration) time.Duration {
 		names = append(names, d.Name)
 	}
 	slices.SortFunc(want, netip.Addr.Compare)
-	return WaitFor(l.t, limit, fmt.Sprintf("the router's next hops to the VIP %v, each with the whole table and both sync daemons", names), func() bool {
-		if !slices.Equal(l.FRR.NextHops(VIPPrefix), want) {
+	// Every 100 ms: the router and the directors are asked over netlink,
+	// but BGP's pace is seconds, and the guest's one CPU is the lab's.
+	return waitEvery(l.t, limit, askEvery, fmt.Sprintf("the router's next hops to the VIP %v, each with the whole table and both sync daemons", names), func() bool {
+		if !slices.Equal(l.NextHops(), want) {
 			return false
 		}
 		for _, d := range ds {
@@ -35,9 +41,36 @@ func (l *Lab) WaitAnnounced(ds []*Director, limit time.Duration) time.Duration {
 	})
 }
 
-// NextHops are the router's next hops to the VIP, sorted (the active
-// lab).
-func (l *Lab) NextHops() []netip.Addr { return l.FRR.NextHops(VIPPrefix) }
+// NextHops are the next hops of the router's kernel route to the VIP,
+// sorted; none without a route (the active lab). Asked over netlink, not
+// with frrtest's ip route: starting a program costs the guest tens of
+// milliseconds of its one CPU, and a wait asks many times.
+func (l *Lab) NextHops() []netip.Addr {
+	routes, err := l.Router.NL.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: hostNet(VIP), Table: unix.RT_TABLE_MAIN},
+		netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return nil
+	}
+	var hops []netip.Addr
+	add := func(ip net.IP) {
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			hops = append(hops, a.Unmap())
+		}
+	}
+	for _, r := range routes {
+		if r.Dst == nil || r.Dst.String() != VIPPrefix.String() {
+			continue
+		}
+		if r.Gw != nil {
+			add(r.Gw)
+		}
+		for _, nh := range r.MultiPath {
+			add(nh.Gw)
+		}
+	}
+	slices.SortFunc(hops, netip.Addr.Compare)
+	return hops
+}
 
 // Complete reports whether the director's kernel holds the service with
 // every real server of its configuration, each at weight 1.

@@ -119,7 +119,13 @@ func New(t nstest.TB, o Options) *Lab {
 		l.Directors = append(l.Directors, d)
 	}
 	if o.Active {
-		l.FRR = frrtest.Start(t, l.Router, frrtest.Config(RouterAS, RouterInside, DirectorAS, addrs, RouterBFD))
+		conf := frrtest.Config(RouterAS, RouterInside, DirectorAS, addrs, RouterBFD)
+		// The router is a host of its own, as the real servers are: at
+		// nice 0 beside the client's 300 connections, its bfdd missed
+		// its timers and dropped every director at once, again and
+		// again.
+		conf.Nice = realServerNice
+		l.FRR = frrtest.Start(t, l.Router, conf)
 	}
 	for i, a := range RealAddrs {
 		r := &RealServer{l: l, Name: fmt.Sprintf("rs%d", i+1), Addr: a}
