@@ -119,3 +119,7 @@ func (d *Director) CutLink() { d.l.Switch.SetPort(d.l.t, d.Port, false) }
 
 // MendLink plugs the cable back in.
 func (d *Director) MendLink() { d.l.Switch.SetPort(d.l.t, d.Port, true) }
+
+// Stopped waits up to limit for directord to end, and reports whether it
+// did.
+func (d *Director) Stopped(limit time.Duration) bool { return d.proc == nil || d.proc.Wait(limit) }
