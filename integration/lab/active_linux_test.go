@@ -108,9 +108,9 @@ func chat(conns []*Conn) *chatter {
 	return ch
 }
 
-// broken counts the connections that failed or moved so far, with the
-// first failure, and the requests sent.
-func (ch *chatter) broken() (int, error, int) {
+// broken counts the connections that failed or moved so far and the
+// requests sent, with the first failure.
+func (ch *chatter) broken() (int, int, error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	var first error
@@ -124,7 +124,7 @@ func (ch *chatter) broken() (int, error, int) {
 		first = ch.dead[i]
 		break
 	}
-	return len(ch.dead), first, ch.reqs
+	return len(ch.dead), ch.reqs, first
 }
 
 func (ch *chatter) end() {
@@ -207,7 +207,7 @@ func TestActiveActive(t *testing.T) {
 		res := tr.Stop()
 		early := Count(res, StartedIn(changed, converged))
 		late := Count(res, StartedIn(converged, time.Time{}))
-		n, first, reqs := ch.broken()
+		n, reqs, first := ch.broken()
 		t.Logf("router converged %v after the change; new connections begun before: %v (first failure: %v); after: %v; long-lived: %d of %d broken or moved, %d requests so far;%s",
 			took.Round(time.Millisecond), early, early.FirstError, late, n, activeConns, reqs, machine(l, changed, time.Time{}, margin))
 		if late.Failed != 0 {
@@ -259,7 +259,7 @@ func TestActiveActive(t *testing.T) {
 			break
 		}
 	}
-	if n, first, reqs := ch.broken(); n != 0 {
+	if n, reqs, first := ch.broken(); n != 0 {
 		t.Errorf("at the end, %d of %d long-lived connections broke or moved (of %d requests); the first: %v", n, activeConns, reqs, first)
 	}
 	if got := getAll(conns); got != activeConns {
