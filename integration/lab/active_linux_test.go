@@ -75,6 +75,7 @@ func newActiveLab(t *testing.T) *Lab {
 // and remembers which connections broke or moved to another real server.
 type chatter struct {
 	stop chan struct{}
+	once sync.Once
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	dead map[int]error // a connection's first failure: it stops there
@@ -131,8 +132,10 @@ func (ch *chatter) broken() (int, int, error) {
 	return len(ch.dead), ch.reqs, first
 }
 
+// end stops the requests and waits for those in flight; again, it does
+// nothing.
 func (ch *chatter) end() {
-	close(ch.stop)
+	ch.once.Do(func() { close(ch.stop) })
 	ch.wg.Wait()
 }
 
@@ -195,7 +198,7 @@ func TestActiveActive(t *testing.T) {
 		return true
 	})
 	ch := chat(conns)
-	defer ch.end()
+	t.Cleanup(ch.end)
 
 	// step runs one change to lb3 under new traffic, waits until the
 	// router's next hops are want, and checks what the users felt.
@@ -263,6 +266,8 @@ func TestActiveActive(t *testing.T) {
 			break
 		}
 	}
+	// The chatter first: a connection carries one request at a time.
+	ch.end()
 	if n, reqs, first := ch.broken(); n != 0 {
 		t.Errorf("at the end, %d of %d long-lived connections broke or moved (of %d requests); the first: %v", n, activeConns, reqs, first)
 	}
