@@ -14,7 +14,7 @@ STATICCHECK_VERSION := v0.8.2
 # verify of the unit (no running systemd needed).
 APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd frr
 
-.PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks demo deps apt-install fuzz fuzz-smoke clean integration
+.PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks demo demo-active deps apt-install fuzz fuzz-smoke clean integration
 
 all: build
 
@@ -141,6 +141,17 @@ demo:
 	$(GO) build -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
 	@integration/uml/run.sh -m $(UML_MEM) -t 600 -- \
 		$(UML_BIN)/lab-demo -directord $(UML_BIN)/directord -directorctl $(UML_BIN)/directorctl
+
+## demo-active: the active-active lab (docs/lab.md): three directors
+## announcing one VIP by BGP to a router running FRR, step by step.
+demo-active:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) frr"
+	@mkdir -p $(UML_BIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directorctl ./cmd/directorctl
+	$(GO) build -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
+	@integration/uml/run.sh -m $(UML_MEM) -t 900 -- \
+		$(UML_BIN)/lab-demo -active -directord $(UML_BIN)/directord -directorctl $(UML_BIN)/directorctl
 
 clean:
 	rm -rf $(BIN)

@@ -62,3 +62,44 @@ func Config(reals []netip.Addr) string {
 	}
 	return b.String()
 }
+
+// The active-active lab's (Options.Active): three directors, each
+// announcing the VIP to the router by BGP; no VRRP.
+var (
+	ActiveDirectorAddrs = []netip.Addr{netip.MustParseAddr("10.1.0.11"), netip.MustParseAddr("10.1.0.12"), netip.MustParseAddr("10.1.0.13")}
+	// VIPPrefix is the route each director announces.
+	VIPPrefix = netip.PrefixFrom(VIP, 32)
+)
+
+// The router's and the directors' AS numbers in the active lab.
+const (
+	RouterAS   = 65000
+	DirectorAS = 65010
+)
+
+// RouterBFD is the router's BFD profile, as the directors' bfd 300 10: a
+// director that goes silent is dropped within 3 s. Not the 100 ms x 3 a
+// production router would run: in the guest, sharing one CPU with three
+// directord and the client, on a busy machine, BFD at 300 ms reset every
+// session within seconds of its start, again and again (both sides
+// starved for seconds: docs/lab.md).
+const RouterBFD = " receive-interval 300\n transmit-interval 300\n detect-multiplier 10"
+
+//go:embed active.conf.tmpl
+var activeText string
+
+var activeTmpl = template.Must(template.New("active.conf").Parse(activeText))
+
+// ActiveConfig returns the active-active directors' configuration (the
+// same file for all three, run with -i lb1, lb2, lb3) balancing the
+// service over reals with mh and announcing it to the router by BGP.
+func ActiveConfig(reals []netip.Addr) string {
+	var b strings.Builder
+	if err := activeTmpl.Execute(&b, struct {
+		VIP, Router netip.Addr
+		Reals       []netip.Addr
+	}{VIP, RouterInside, reals}); err != nil {
+		panic(err) // the template is ours and takes any list
+	}
+	return b.String()
+}

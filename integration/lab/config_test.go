@@ -4,6 +4,7 @@ import (
 	"flag"
 	"net/netip"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,5 +128,40 @@ func TestCount(t *testing.T) {
 	}
 	if got := Count(rs, nil).Slowest; got != 2*time.Second {
 		t.Errorf("slowest %v, want 2s", got)
+	}
+}
+
+// TestActiveConfigSaysWhatTheLabAssumes: the active-active file is clean
+// for all three directors (no error, no warning): no VRRP instance, the
+// sync daemons without one (so both run all along), mh on the client's
+// port, the VIP announced to the router with BFD.
+func TestActiveConfigSaysWhatTheLabAssumes(t *testing.T) {
+	for _, id := range []string{"lb1", "lb2", "lb3"} {
+		t.Run(id, func(t *testing.T) {
+			cfg, diags := config.Parse("active.conf", ActiveConfig(RealAddrs), nil, config.Options{ConfigID: id, Hostname: id})
+			for _, d := range diags {
+				t.Errorf("%s", d)
+			}
+			if len(cfg.Instances) != 0 || len(cfg.VirtualServers) != 1 {
+				t.Fatalf("%d instances, %d virtual servers", len(cfg.Instances), len(cfg.VirtualServers))
+			}
+			if sd := cfg.Global.SyncDaemon; sd == nil || sd.Instance != "" || sd.Interface != "eth0" || sd.SyncID != 51 {
+				t.Errorf("lvs_sync_daemon %+v, want eth0 without an instance, id 51", sd)
+			}
+			vs := cfg.VirtualServers[0]
+			if vs.Addr != ServiceAddress || vs.Scheduler != "mh" || vs.Method.Kind != config.DR || len(vs.RealServers) != len(RealAddrs) {
+				t.Fatalf("virtual server %v %s %s with %d real servers", vs.Addr, vs.Scheduler, vs.Method.Kind, len(vs.RealServers))
+			}
+			if !slices.Contains(vs.SchedFlags, "mh-port") || vs.Announce == nil {
+				t.Errorf("flags %v, announce %+v; the lab assumes mh-port and announce bgp", vs.SchedFlags, vs.Announce)
+			}
+			b := cfg.Global.BGP
+			if b == nil || b.LocalAS != DirectorAS || len(b.Neighbors) != 1 {
+				t.Fatalf("bgp %+v", b)
+			}
+			if n := b.Neighbors[0]; n.Addr != RouterInside || n.RemoteAS != RouterAS || n.BFD == nil || n.BFD.Interval != 300*time.Millisecond || n.BFD.Multiplier != 10 {
+				t.Errorf("neighbor %+v, BFD %+v", n, n.BFD)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/directord/directord/internal/control"
+	"github.com/directord/directord/internal/frrtest"
 	"github.com/directord/directord/internal/nstest"
 	"github.com/directord/directord/ipvs"
 )
@@ -31,6 +32,10 @@ type Options struct {
 	// Prefix starts every namespace's name: "lab-" gives lab-client,
 	// lab-router, lab-switch, lab-lb1, lab-lb2, lab-rs1...
 	Prefix string
+	// Active makes the active-active lab: three directors announcing the
+	// VIP by BGP with BFD to the router, which runs FRR and spreads the
+	// flows over them (ECMP, L4 hashing); no VRRP (active.conf.tmpl).
+	Active bool
 }
 
 // Lab is the whole pair and its surroundings, each host a namespace:
@@ -54,8 +59,10 @@ type Lab struct {
 	// processes while it runs (nstest.Starvation): a failure it explains
 	// is the machine's, not directord's.
 	Starve *nstest.Starvation
-	dir    string      // the configuration files, sockets, certificate
-	tls    *tls.Config // the client's
+	// FRR is the router's BGP speaker in the active lab; nil in the pair.
+	FRR *frrtest.Router
+	dir string      // the configuration files, sockets, certificate
+	tls *tls.Config // the client's
 }
 
 // New builds the lab's network and starts its real servers; Up starts the
@@ -80,9 +87,20 @@ func New(t nstest.TB, o Options) *Lab {
 	l.sysctl(l.Router, "net/ipv4/ip_forward", "1")
 	l.defaultRoute(l.Client, RouterOutside)
 
-	for i, a := range DirectorAddrs {
+	addrs := DirectorAddrs
+	if o.Active {
+		addrs = ActiveDirectorAddrs
+		// ECMP on the flow's addresses and ports, not on its addresses
+		// alone: one client's connections spread over every director.
+		l.sysctl(l.Router, "net/ipv4/fib_multipath_hash_policy", "1")
+	}
+	for i, a := range addrs {
 		name := fmt.Sprintf("lb%d", i+1)
-		d := &Director{l: l, Name: name, Addr: a, Priority: Priorities[i], NS: l.host(name),
+		prio := 0
+		if !o.Active {
+			prio = Priorities[i]
+		}
+		d := &Director{l: l, Name: name, Addr: a, Priority: prio, NS: l.host(name),
 			File: filepath.Join(dir, name+".conf"), Socket: filepath.Join(dir, name+".sock")}
 		d.Port = l.Switch.Plug(t, d.NS, "eth0", prefix(a))
 		l.defaultRoute(d.NS, RouterInside)
@@ -99,6 +117,15 @@ func New(t nstest.TB, o Options) *Lab {
 		l.sysctl(d.NS, "net/ipv4/vs/expire_nodest_conn", "1")
 		d.WriteConfig(RealAddrs)
 		l.Directors = append(l.Directors, d)
+	}
+	if o.Active {
+		conf := frrtest.Config(RouterAS, RouterInside, DirectorAS, addrs, RouterBFD)
+		// The router is a host of its own, as the real servers are: at
+		// nice 0 beside the client's 300 connections, its bfdd missed
+		// its timers and dropped every director at once, again and
+		// again.
+		conf.Nice = realServerNice
+		l.FRR = frrtest.Start(t, l.Router, conf)
 	}
 	for i, a := range RealAddrs {
 		r := &RealServer{l: l, Name: fmt.Sprintf("rs%d", i+1), Addr: a}
@@ -165,6 +192,12 @@ func (l *Lab) Up() {
 	l.t.Helper()
 	for _, d := range l.Directors {
 		d.Start()
+	}
+	if l.opts.Active {
+		// Each directord starts, checks its real servers, then opens its
+		// BGP session; BFD comes up with it.
+		l.WaitAnnounced(l.Directors, 60*time.Second)
+		return
 	}
 	// Starting directord takes the guest up to seconds, then lb1 waits
 	// its Master_Down_Interval.
@@ -253,7 +286,11 @@ type Director struct {
 // servers; a reload (Reload) reads it.
 func (d *Director) WriteConfig(reals []netip.Addr) {
 	d.l.t.Helper()
-	if err := os.WriteFile(d.File, []byte(Config(reals)), 0o644); err != nil {
+	text := Config(reals)
+	if d.l.opts.Active {
+		text = ActiveConfig(reals)
+	}
+	if err := os.WriteFile(d.File, []byte(text), 0o644); err != nil {
 		d.l.t.Fatal(err)
 	}
 	d.reals = reals

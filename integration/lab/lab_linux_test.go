@@ -47,6 +47,12 @@ func TestMain(m *testing.M) {
 // need IPVS: they skip on our hosts and run in the guest.
 func newLab(t *testing.T) *Lab {
 	t.Helper()
+	return newLabWith(t, false)
+}
+
+// newLabWith builds the pair, or with active the active-active lab.
+func newLabWith(t *testing.T, active bool) *Lab {
+	t.Helper()
 	ipvstest.Require(t)
 	ipvstest.RequireRoot(t)
 	ipvstest.RequireCommand(t, "ipvsadm")
@@ -61,6 +67,7 @@ func newLab(t *testing.T) *Lab {
 		Directord:   bin("directord"),
 		Directorctl: bin("directorctl"),
 		Prefix:      fmt.Sprintf("l%d-%d-", os.Getpid()%10000, seq.Add(1)),
+		Active:      active,
 	})
 }
 

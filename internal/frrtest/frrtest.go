@@ -37,6 +37,7 @@ type Router struct {
 	Dir   string
 	Name  string
 	t     nstest.TB
+	nice  int
 	procs []*nstest.Process
 }
 
@@ -55,9 +56,14 @@ func Require(t nstest.TB) {
 // router bgp that follows).
 type Conf struct {
 	BGP, BFD string
+	// Nice, when not 0, runs the daemons at that nice value: a router is
+	// a host of its own, and a busy test beside it must not starve its
+	// BFD (the lab's active-active directors).
+	Nice int
 }
 
-// Start runs zebra, bfdd and bgpd in ns with conf.
+// Start runs zebra, bfdd and bgpd in ns with conf. t is a test's, or
+// any nstest.TB (the lab's demo).
 func Start(t nstest.TB, ns *nstest.NS, conf Conf) *Router {
 	t.Helper()
 	u, err := user.Lookup("frr")
@@ -86,7 +92,7 @@ func Start(t nstest.TB, ns *nstest.NS, conf Conf) *Router {
 		os.Chown(file, uid, gid)
 		return file
 	}
-	r := &Router{NS: ns, Dir: dir, Name: filepath.Base(dir), t: t}
+	r := &Router{NS: ns, Dir: dir, Name: filepath.Base(dir), t: t, nice: conf.Nice}
 	write("vtysh.conf", "")
 	// The daemons keep their state in /var/run/frr/NAME (-N), which the
 	// User-Mode Linux guest's fresh /run lacks.
@@ -121,7 +127,12 @@ func Start(t nstest.TB, ns *nstest.NS, conf Conf) *Router {
 
 func (r *Router) start(daemon string, args ...string) {
 	r.t.Helper()
-	p := nstest.Start(r.t, r.NS, append([]string{"/usr/lib/frr/" + daemon}, args...)...)
+	argv := append([]string{"/usr/lib/frr/" + daemon}, args...)
+	if r.nice != 0 {
+		// nice execs the daemon: the process (and its PID) is the daemon's.
+		argv = append([]string{"nice", "-n", strconv.Itoa(r.nice)}, argv...)
+	}
+	p := nstest.Start(r.t, r.NS, argv...)
 	r.procs = append(r.procs, p)
 }
 

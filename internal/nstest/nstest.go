@@ -614,3 +614,21 @@ func Instance(iface string, prio int, version int, interval string, vip string, 
 }
 `, iface, prio, version, interval, extra, vip)
 }
+
+// SetPort plugs the cable of a port back in (up) or pulls it out: the
+// peer's carrier goes with it, as a cut cable's does, and its own
+// configuration stays.
+func (s *Switch) SetPort(t TB, port string, up bool) {
+	t.Helper()
+	l, err := s.ns.NL.LinkByName(port)
+	if err == nil {
+		if up {
+			err = s.ns.NL.LinkSetUp(l)
+		} else {
+			err = s.ns.NL.LinkSetDown(l)
+		}
+	}
+	if err != nil {
+		t.Fatalf("port %s up=%v: %v", port, up, err)
+	}
+}

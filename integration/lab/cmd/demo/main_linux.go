@@ -27,6 +27,7 @@ func main() {
 	directorctl := flag.String("directorctl", "bin/uml/directorctl", "the directorctl binary")
 	verbose := flag.Bool("v", false, "log the lab's details, and directord's logs at the end")
 	rate := flag.Int("rate", 20, "the client's background traffic, new connections a second")
+	active := flag.Bool("active", false, "the active-active lab: three directors behind a BGP router (make demo-active)")
 	flag.Parse()
 	t := &demoTB{verbose: *verbose, out: os.Stderr}
 	d := &demo{t: t, out: os.Stdout, rate: *rate}
@@ -48,7 +49,12 @@ func main() {
 		}
 	}()
 	ok := t.run(func() {
-		d.run(lab.Options{Directord: abs(t, *directord), Directorctl: abs(t, *directorctl), Prefix: prefix})
+		o := lab.Options{Directord: abs(t, *directord), Directorctl: abs(t, *directorctl), Prefix: prefix}
+		if *active {
+			d.runActive(o)
+			return
+		}
+		d.run(o)
 	})
 	start := time.Now()
 	left := t.cleanup()
