@@ -74,9 +74,9 @@ type block[T any] struct {
 }
 
 // differs tells whether c is a use that Differences speaks of.
-func differs(block string, c *Node) bool {
+func differs(block string, n, c *Node) bool {
 	applies, ok := DifferenceApplies[block][c.Keyword]
-	return !ok || applies(c)
+	return !ok || applies(n, c)
 }
 
 func (b *block[T]) isExtension() bool { return b.extension }
@@ -87,7 +87,7 @@ func (b *block[T]) isExtension() bool { return b.extension }
 func walk[T any](d *decoder, n *Node, b *block[T], t *T) {
 	for _, c := range n.Children {
 		if h, ok := b.keys[c.Keyword]; ok {
-			if how, ok := Differences[b.name][c.Keyword]; ok && differs(b.name, c) {
+			if how, ok := Differences[b.name][c.Keyword]; ok && differs(b.name, n, c) {
 				d.cfg.Differs = append(d.cfg.Differs, Difference{Pos: c.Pos, DifferenceKind: d.differenceKind(b.name, c.Keyword, how)})
 			}
 			h(d, c, t)

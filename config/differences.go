@@ -10,30 +10,42 @@ import "strings"
 // file that uses the keyword otherwise runs as keepalived runs it, and
 // `-t` does not list that use. never marks a difference that only an
 // error or a warning of its own can show (the file then says so there).
-var DifferenceApplies = map[string]map[string]func(c *Node) bool{
+var DifferenceApplies = map[string]map[string]func(block, c *Node) bool{
 	"authentication": {"auth_type": wordIs("AH")},
 	"virtual_server": {
 		"real_server":  never, // a duplicate is an error
 		"lvs_sched":    wordIs("mh"),
 		"lb_algo":      wordIs("mh"),
-		"sorry_server": func(c *Node) bool { return len(c.Args) > 2 }, // words after the port
+		"sorry_server": func(_, c *Node) bool { return len(c.Args) > 2 }, // words after the port
+		"flag-1":       schedulerIsMH,                                    // mh-fallback's flag, by its other name
 	},
 	"HTTP_GET/SSL_GET": {"url": never},         // a checker without url is an error
 	"vrrp_instance":    {"unicast_ttl": never}, // 0 over IPv4 without AH is an error
 	"vrrp_sync_group":  {"group": never},       // members without group { }: a warning
 }
 
-func never(*Node) bool { return false }
+func never(_, _ *Node) bool { return false }
+
+// schedulerIsMH applies in a virtual server whose scheduler is mh.
+func schedulerIsMH(block, _ *Node) bool {
+	for _, c := range block.Children {
+		if (c.Keyword == "lvs_sched" || c.Keyword == "lb_algo") && len(c.Args) > 0 && c.Args[0] == "mh" {
+			return true
+		}
+	}
+	return false
+}
 
 // wordIs applies to uses whose first word is v, in any case.
-func wordIs(v string) func(*Node) bool {
-	return func(c *Node) bool { return len(c.Args) > 0 && strings.EqualFold(c.Args[0], v) }
+func wordIs(v string) func(_, c *Node) bool {
+	return func(_, c *Node) bool { return len(c.Args) > 0 && strings.EqualFold(c.Args[0], v) }
 }
 
 var Differences = map[string]map[string]string{
 	"virtual_server": {
 		"lvs_sched":    "mh: the destinations are kept in an order of their addresses (the highest first), re-added on adoption and at each resync when the kernel's order differs, so that every director builds the same Maglev table; keepalived adds them in the configuration's order and leaves the kernel's order as it finds it (docs/ipvs.md, Maglev services)",
 		"lb_algo":      "mh: the destinations are kept in an order of their addresses (the highest first), re-added on adoption and at each resync when the kernel's order differs, so that every director builds the same Maglev table; keepalived adds them in the configuration's order and leaves the kernel's order as it finds it (docs/ipvs.md, Maglev services)",
+		"flag-1":       "with lvs_sched mh, flag-1 is mh-fallback: a real server that fails, is drained or is replaced by the sorry server stays at weight 0, as with inhibit_on_failure, so that the Maglev table does not move; keepalived removes it unless inhibit_on_failure (docs/ipvs.md, Maglev services)",
 		"mh-fallback":  "a real server that fails, is drained or is replaced by the sorry server stays at weight 0, as with inhibit_on_failure, so that the Maglev table does not move; keepalived removes it unless inhibit_on_failure (docs/ipvs.md, Maglev services)",
 		"sorry_server": "the words after the port (lvs_method ...) are read as the sorry server's method; keepalived ignores them",
 		"real_server":  "a real server listed twice in a virtual server is an error; keepalived drops it with a warning",
@@ -43,7 +55,12 @@ var Differences = map[string]map[string]string{
 		"url":           "a checker without url is an error; keepalived drops the checker silently, so the real server is never checked",
 		"fast_recovery": "read, no effect: every URL is fetched at each probe",
 	},
+	"global_defs": {
+		"dynamic_interfaces": "an interface that comes back as another kind (a macvlan where there was none or the other way round, or a macvlan on another parent) keeps its instances in FAULT without allow_if_changes, also while running; keepalived 2.2.7 refuses it only at start and reload, and uses it while running (netlink_link_filter clears what it knew of the interface first). The interfaces of static entries, virtual rules and use_vmac_addr's macvlans must still exist at start (docs/vrrp.md)",
+		"disable_local_igmp": "a reload that adds or removes it is applied; keepalived refuses such a reload",
+	},
 	"vrrp_instance": {
+		"use_vmac_addr":     "its macvlans' names skip the interface names of the file only, not every interface of the host; the macvlans are not tracked (no FAULT when one is down) nor made again if deleted (docs/vrrp.md)",
 		"no_accept":         "a master drops traffic to and from its VIPs through keepalived's nftables tables, as keepalived; its IPv6 link-local VIPs are not filtered (keepalived's per-interface sets are not built); the same for vrrp_strict's instances, without accept mode by default",
 		"track_src_ip":      "read, no effect, as in keepalived 2.2.7: there, removing the configured unicast_src_ip from the interface (its only address, or a secondary one) leaves the instance in its state with or without the keyword, and one missing at start keeps it in FAULT with or without it, as in directord (checked in namespaces)",
 		"virtual_ipaddress": "an address already on the interface when directord adds it is left alone: not claimed, and not removed on leaving MASTER or at shutdown; keepalived removes every VIP of its instances at start (vrrp_restore_interfaces_startup, so a VIP left by a killed keepalived goes) and all of an instance's VIPs on leaving MASTER, whoever added them. directord also sets promote_secondaries on every interface that takes IPv4 VIPs, where keepalived sets it only for instances that say promote_secondaries",

@@ -107,6 +107,8 @@ func TestDifferingValues(t *testing.T) {
 		{"sorry_server", vs("10.1.0.100", " sorry_server 10.3.0.1 443\n"), "sorry_server", 0},
 		{"lvs_sched rr", vs("10.1.0.100", " lvs_sched rr\n"), "lvs_sched", 0},
 		{"lvs_sched mh", vs("10.1.0.100", " lvs_sched mh\n"), "lvs_sched", 1},
+		{"flag-1 with rr", vs("10.1.0.100", " lvs_sched rr\n flag-1\n"), "flag-1", 0},
+		{"flag-1 with mh: mh-fallback", vs("10.1.0.100", " lvs_sched mh\n flag-1\n"), "flag-1", 1},
 		{"sorry_server with a method", vs("10.1.0.100", " sorry_server 10.3.0.1 443 lvs_method DR\n"), "sorry_server", 1},
 	} {
 		cfg, diags := Parse("k.conf", tt.text, nil, Options{})

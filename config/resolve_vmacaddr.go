@@ -1,6 +1,9 @@
 package config
 
-import "net"
+import (
+	"net"
+	"strings"
+)
 
 // AddrVMAC is a macvlan with an instance's virtual MAC on an interface
 // other than the instance's own macvlan: for its addresses on another
@@ -39,12 +42,15 @@ func (d *decoder) resolveAddrVMACs(taken map[string]bool) {
 			taken[v.Dev] = true
 		}
 	}
-	type key struct {
-		vrid int
-		ipv6 bool
-		base string
-	}
+	// keepalived's if_get_by_vmac: a private macvlan on the same
+	// interface with the same MAC serves, an instance's own among them.
+	type key struct{ base, mac string }
 	made := map[key]*AddrVMAC{}
+	for _, in := range d.cfg.Instances {
+		if in.VMAC != nil && in.Interface != "" {
+			made[key{in.Interface, strings.ToLower(in.VMAC.MAC)}] = &AddrVMAC{Name: in.VMAC.Name}
+		}
+	}
 	for _, in := range d.cfg.Instances {
 		for _, list := range []*[]VIP{&in.VIPs, &in.ExcludedVIPs} {
 			for i := range *list {
@@ -79,14 +85,21 @@ func (d *decoder) resolveAddrVMACs(taken map[string]bool) {
 				if !need || base == "" {
 					continue
 				}
-				k := key{in.VRID, fam == Inet6, base}
+				ipv6 := fam == Inet6
+				// The instance's MAC when use_vmac gave one
+				// (VRRP_VMAC_MAC_SPECIFIED), else the VRID's for the family.
+				hw := net.HardwareAddr{0, 0, 0x5e, 0, 1, byte(in.VRID)}
+				if ipv6 {
+					hw[4] = 2
+				}
+				mac := hw.String()
+				if in.VMAC != nil && in.VMAC.hwGiven {
+					mac = strings.ToLower(in.VMAC.MAC)
+				}
+				k := key{base, mac}
 				av := made[k]
 				if av == nil {
-					hw := net.HardwareAddr{0, 0, 0x5e, 0, 1, byte(in.VRID)}
-					if k.ipv6 {
-						hw[4] = 2
-					}
-					av = &AddrVMAC{Name: vmacName(prefix, in.VRID, k.ipv6, taken), Base: base, MAC: hw.String(), IPv6: k.ipv6}
+					av = &AddrVMAC{Name: vmacName(prefix, in.VRID, ipv6, taken), Base: base, MAC: mac, IPv6: ipv6}
 					taken[av.Name] = true
 					made[k] = av
 					in.AddrVMACs = append(in.AddrVMACs, av)
