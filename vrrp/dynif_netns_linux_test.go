@@ -101,6 +101,10 @@ func TestVMACMadeAgain(t *testing.T) {
 		adverts := nstest.WatchVRRP(t, b, "ddb")
 		since := time.Now()
 		nstest.WaitFor(t, 15*time.Second, what, func() bool {
+			// The macvlan may be gone a moment more (HasAddr wants it).
+			if _, err := a.NL.LinkByName("vrrp.51"); err != nil {
+				return false
+			}
 			return na.state(t) == Master && a.HasAddr(t, "vrrp.51", "192.0.2.100") && adverts.Count("192.0.2.1", since) >= 2
 		})
 	}
