@@ -120,7 +120,7 @@ func (n *Node) remakeVMACs(name string) bool {
 		if err != nil {
 			continue
 		}
-		n.forgetBaseSysctls(v.Name, in.cfg.Interface, base.Attrs().Index)
+		n.forgetBaseSysctls(in.cfg.Interface, base.Attrs().Index)
 		n.inNS(func() { err = n.vmac(in.cfg) })
 		if err != nil {
 			in.logger().Warn("vrrp: making the macvlan again", "interface", v.Name, "err", err)
@@ -387,15 +387,18 @@ func (n *Node) linkExists(name string) bool {
 	return !errors.As(err, &nf)
 }
 
-// forgetBaseSysctls lets go of what setSysctl saved for the interface of
-// a macvlan about to be made again, when that interface is not the one
-// the macvlan was first made on (made again itself): the new interface's
-// sysctls are set and saved afresh, as for a new interface.
-func (n *Node) forgetBaseSysctls(vmacName, base string, index int) {
+// forgetBaseSysctls lets go of what setSysctl saved for an interface
+// about to get a macvlan made again, when it is not the interface the
+// macvlans on it were first made on (made again itself): the new
+// interface's sysctls are set and saved afresh, as for a new interface.
+// It is keyed on the interface, and moves every macvlan on it to the
+// new index in one pass: the second instance on the same interface
+// then finds nothing stale, and keeps what the first one saved.
+func (n *Node) forgetBaseSysctls(base string, index int) {
 	n.vmacMu.Lock()
 	stale := false
 	for _, v := range n.vmacs {
-		if v.name == vmacName && v.baseIndex != index {
+		if v.base == base && v.baseIndex != index {
 			stale, v.baseIndex = true, index
 		}
 	}

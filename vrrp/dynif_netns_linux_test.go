@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"strings"
@@ -125,6 +126,64 @@ func TestVMACMadeAgain(t *testing.T) {
 	master("master again on the interface made again")
 	// The new interface answers no ARP for the macvlan's addresses, and
 	// has its own values back after the stop.
+	sysctl := func(name string) string {
+		var v []byte
+		var err error
+		a.Do(t, func() { v, err = os.ReadFile("/proc/sys/net/ipv4/conf/dda/" + name) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(v))
+	}
+	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "1" || af != "1" {
+		t.Errorf("the interface made again: arp_ignore %s arp_filter %s, want 1 1", ai, af)
+	}
+	na.stop()
+	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "0" || af != "0" {
+		t.Errorf("after the stop: arp_ignore %s arp_filter %s, want 0 0 back", ai, af)
+	}
+}
+
+// TestVMACMadeAgainTwoInstances: two use_vmac instances (VRIDs 51 and
+// 52) on one interface deleted and made again: both macvlans are made
+// again, the new interface gets arp_ignore and arp_filter 1, and at the
+// stop has its own values (0) back. The second instance must not take
+// the first one's saved values for stale ones (forgetBaseSysctls is
+// keyed on the interface, once per interface made again).
+func TestVMACMadeAgainTwoInstances(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-vm2-a")
+	b := nstest.New(t, "dd-vm2-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	i51 := nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", "use_vmac")
+	i52 := strings.NewReplacer("VI_1", "VI_2", "virtual_router_id 51", "virtual_router_id 52",
+		"192.0.2.100", "192.0.2.101").Replace(i51)
+	na := startNode(t, a, i51+i52)
+	all := func(want State) bool {
+		st, err := na.n.Status(context.Background())
+		if err != nil {
+			t.Fatalf("status: %v", err)
+		}
+		return len(st) == 2 && st[0].State == want && st[1].State == want
+	}
+	masters := func(what string) {
+		t.Helper()
+		nstest.WaitFor(t, 15*time.Second, what, func() bool {
+			return all(Master) && macvlan(t, a, "vrrp.51") != nil && macvlan(t, a, "vrrp.52") != nil &&
+				a.HasAddr(t, "vrrp.51", "192.0.2.100") && a.HasAddr(t, "vrrp.52", "192.0.2.101")
+		})
+	}
+	masters("both masters on their macvlans")
+	l, err := a.NL.LinkByName("dda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 5*time.Second, "FAULT without their interface", func() bool { return all(Fault) })
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	masters("both masters again on the interface made again")
 	sysctl := func(name string) string {
 		var v []byte
 		var err error
