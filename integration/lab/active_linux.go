@@ -105,11 +105,16 @@ func (d *Director) SyncsBothWays() bool {
 // Scheduled is how many connections the director's kernel has scheduled
 // on the service (not those it learnt by sync).
 func (d *Director) Scheduled() uint64 {
-	s, err := d.ipvs.Service(ipvs.AddrKey(ipvs.TCP, ServiceAddress))
-	if err != nil {
-		return 0
+	var err error
+	for range 3 {
+		var s ipvs.Service
+		if s, err = d.ipvs.Service(ipvs.AddrKey(ipvs.TCP, ServiceAddress)); err == nil {
+			return s.Stats.Connections
+		}
+		// Said, so that a count of 0 is told from a failed read.
+		d.l.t.Logf("%s: reading the service's counters: %v", d.Name, err)
 	}
-	return s.Stats.Connections
+	return 0
 }
 
 // CutLink pulls the director's cable out of the switch: its carrier goes
