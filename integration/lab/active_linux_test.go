@@ -172,9 +172,20 @@ func TestActiveActive(t *testing.T) {
 	for _, c := range conns {
 		ports[c.ClientPort()] = true
 	}
+	// The kernel sums its per-CPU counters into what it reports every
+	// 2 s (its estimator), so wait until they count every connection.
+	counts := make([]uint64, len(l.Directors))
+	WaitFor(t, 10*time.Second, "the directors' counters count every connection", func() bool {
+		var sum uint64
+		for i, d := range l.Directors {
+			counts[i] = d.Scheduled() - before[i]
+			sum += counts[i]
+		}
+		return sum >= activeConns
+	})
 	var spread []string
 	for i, d := range l.Directors {
-		n := d.Scheduled() - before[i]
+		n := counts[i]
 		spread = append(spread, fmt.Sprintf("%s %d", d.Name, n))
 		// ECMP on L4: each director takes its share. 0 would mean the
 		// router hashes on addresses alone.
