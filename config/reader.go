@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unsafe"
 )
 
 // byteOrderMark is U+FEFF in UTF-8.
@@ -126,7 +125,7 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 		r.full = true
 		return
 	}
-	data, err := r.fs.ReadFile(name)
+	src, size, err := openLines(r.fs, name)
 	if err != nil {
 		switch {
 		case from.File == "":
@@ -138,7 +137,8 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 		}
 		return
 	}
-	r.readBytes += len(data)
+	defer src.close()
+	r.readBytes += size
 	if r.readBytes > r.lim.inputBytes {
 		r.rep.errorf(from, "include", "configuration larger than %d bytes in all", r.lim.inputBytes)
 		r.full = true
@@ -159,40 +159,30 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 		}
 	}()
 
-	// The bytes are never written again, so they need not be copied: the
-	// words the tree keeps are copies (treeBuilder.word), and the text
-	// goes once read.
-	text := unsafe.String(unsafe.SliceData(data), len(data))
-	if rest, ok := strings.CutPrefix(text, byteOrderMark); ok {
+	if src.bom() {
 		// Editors on Windows write one; keepalived reads it as part of the
 		// first word, which it then does not know, and skips that keyword.
-		text = rest
-		first, _, _ := strings.Cut(strings.TrimLeft(text, " \t\r\n"), "\n")
-		if f := strings.Fields(first); len(f) > 0 {
-			first = f[0]
-		}
-		r.rep.lenient(Pos{File: name, Line: 1}, "", "the file starts with a UTF-8 byte-order mark: skipped (keepalived 2.2.7 reads it as part of the first word, %q, and ignores that as an unknown keyword)", first)
+		r.rep.lenient(Pos{File: name, Line: 1}, "", "the file starts with a UTF-8 byte-order mark: skipped (keepalived 2.2.7 reads it as part of the first word, %q, and ignores that as an unknown keyword)", src.firstWord())
 	}
 	lineNo := 0
 	var parts []string
-	for len(text) > 0 && !r.full {
+	for !r.full {
 		// Gather the physical lines of one logical line: a line whose last
 		// character is a backslash continues on the next one.
+		phys, ok := src.next()
+		if !ok {
+			break
+		}
 		parts = parts[:0]
 		size := 0
 		start := lineNo + 1
 		for {
-			var phys string
-			if i := strings.IndexByte(text, '\n'); i >= 0 {
-				phys, text = text[:i], text[i+1:]
-			} else {
-				phys, text = text, ""
-			}
 			lineNo++
 			phys = strings.TrimSuffix(phys, "\r")
 			size += len(phys)
-			if strings.HasSuffix(phys, `\`) && len(text) > 0 && size <= r.lim.lineBytes {
+			if strings.HasSuffix(phys, `\`) && src.more() && size <= r.lim.lineBytes {
 				parts = append(parts, phys[:len(phys)-1])
+				phys, _ = src.next()
 				continue
 			}
 			parts = append(parts, phys)
@@ -215,6 +205,9 @@ func (r *reader) readFile(name string, from Pos, strict bool) {
 			sep = "\n"
 		}
 		r.process(strings.Join(parts, sep), pos, 0)
+	}
+	if err := src.failed(name); err != nil {
+		r.rep.errorf(Pos{File: name, Line: lineNo}, "", "cannot read configuration: %v", unwrapPathError(err))
 	}
 }
 

@@ -74,6 +74,11 @@ type LVS struct {
 	// (what BGP announces on); it is called from Run's goroutine and must
 	// not block.
 	OnServing func([]Serving)
+	// AfterFirstSync, if set before Run, is called from Run's goroutine
+	// once, when the kernel first holds the wanted table: the start's
+	// work is done (the daemon returns the memory it used to the system
+	// then, releaseMemory). It must not block.
+	AfterFirstSync func()
 
 	scripts   *script.Queue
 	ownQueue  bool // scripts is the LVS's own: its stop waits for them
@@ -384,6 +389,9 @@ func (l *LVS) Run(ctx context.Context) error {
 					"service", m.key.String(), "moved", m.moved)
 			}
 			if first {
+				if l.AfterFirstSync != nil {
+					l.AfterFirstSync()
+				}
 				close(l.synced)
 				first = false
 			}

@@ -72,3 +72,34 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// TestAfterFirstSync: AfterFirstSync runs once, when the kernel first
+// holds the wanted table, and not at the syncs after it (a reload's).
+func TestAfterFirstSync(t *testing.T) {
+	conf := "virtual_server 10.1.0.1 443 {\n    lb_algo rr\n    lb_kind DR\n    protocol TCP\n    real_server 172.16.0.1 443 {\n        weight %d\n    }\n}\n"
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		l, err := NewLVS(parse(t, fmt.Sprintf(conf, 1)), k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		var held string
+		l.AfterFirstSync = func() {
+			calls++
+			held = strings.Join(k.lines(), "\n")
+		}
+		ctx, stop := running(t, l)
+		defer stop()
+		if calls != 1 || !strings.Contains(held, "172.16.0.1:443 route 1") {
+			t.Fatalf("after the first sync: %d calls, the kernel holding\n%s", calls, held)
+		}
+		if _, err := l.Reload(ctx, parse(t, fmt.Sprintf(conf, 2)), nil); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if calls != 1 {
+			t.Errorf("%d calls after a reload, want 1", calls)
+		}
+	})
+}

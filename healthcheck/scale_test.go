@@ -138,6 +138,12 @@ func checks10k(b *testing.B, reuse time.Duration) {
 		time.Sleep(20 * time.Second)
 		c1, n1, f1, t1 := selfCPU(), probes.Load(), failed.Load(), time.Now()
 		rss := selfRSS()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak := float64(ms.HeapInuse) / (1 << 20)
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		live, stacks := float64(ms.HeapAlloc)/(1<<20), float64(ms.StackInuse)/(1<<20)
 		if f := os.Getenv("DIRECTORD_HEAPPROFILE"); f != "" {
 			// What the checks hold, for a look with go tool pprof.
 			runtime.GC()
@@ -156,6 +162,9 @@ func checks10k(b *testing.B, reuse time.Duration) {
 			b.ReportMetric((c1-c0).Seconds()*1e3/float64(n1-n0), "cpu-ms/check")
 		}
 		b.ReportMetric(rss, "rss-MB")
+		b.ReportMetric(live, "live-MB")
+		b.ReportMetric(peak, "heap-MB")
+		b.ReportMetric(stacks, "stack-MB")
 	}
 }
 

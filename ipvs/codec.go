@@ -480,6 +480,8 @@ func decodeService(ad *netlink.AttributeDecoder) (Service, error) {
 
 func decodeDest(ad *netlink.AttributeDecoder, f Family) (Destination, error) {
 	var d Destination
+	var c DestCounters
+	counted := false
 	var addr []byte
 	for ad.Next() {
 		switch ad.Type() {
@@ -496,11 +498,11 @@ func decodeDest(ad *netlink.AttributeDecoder, f Family) (Destination, error) {
 		case destLThresh:
 			d.LowerThreshold = ad.Uint32()
 		case destActiveConns:
-			d.ActiveConns = ad.Uint32()
+			c.ActiveConns, counted = ad.Uint32(), true
 		case destInactConns:
-			d.InactiveConns = ad.Uint32()
+			c.InactiveConns, counted = ad.Uint32(), true
 		case destPersistConns:
-			d.PersistConns = ad.Uint32()
+			c.PersistConns, counted = ad.Uint32(), true
 		case destAddrFamily:
 			f = Family(ad.Uint16())
 		case destTunType:
@@ -510,13 +512,18 @@ func decodeDest(ad *netlink.AttributeDecoder, f Family) (Destination, error) {
 		case destTunFlags:
 			d.TunnelFlags = ad.Uint16()
 		case destStats64:
-			readStats(ad, true, &d.Stats)
+			readStats(ad, true, &c.Stats)
+			counted = true
 		case destStats:
-			readStats(ad, false, &d.Stats)
+			readStats(ad, false, &c.Stats)
+			counted = true
 		}
 	}
 	if err := ad.Err(); err != nil {
 		return d, err
+	}
+	if counted {
+		d.Counters = &c
 	}
 	a, err := addrOf(f, addr)
 	d.Addr = a

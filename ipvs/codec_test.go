@@ -285,12 +285,14 @@ func TestDecodeKernelReplies(t *testing.T) {
 		}
 		dests = append(dests, d)
 	}
+	// The kernel's dump gives every destination its counters (zero here).
+	none := func() *DestCounters { return &DestCounters{} }
 	wantDests := []Destination{
-		{Addr: ip("192.0.2.13"), Port: 80, Forward: Tunnel, Weight: 1, TunnelType: 1, TunnelPort: 6080},
-		{Addr: ip("192.0.2.12"), Port: 8080, Forward: Masquerade, Weight: 0},
-		{Addr: ip("192.0.2.11"), Port: 80, Forward: Tunnel, Weight: 1},
-		{Addr: ip("192.0.2.10"), Port: 80, Forward: Route, Weight: 5, UpperThreshold: 100, LowerThreshold: 10},
-		{Addr: ip("2001:db8::10"), Port: 53, Forward: Route, Weight: 1},
+		{Addr: ip("192.0.2.13"), Port: 80, Forward: Tunnel, Weight: 1, TunnelType: 1, TunnelPort: 6080, Counters: none()},
+		{Addr: ip("192.0.2.12"), Port: 8080, Forward: Masquerade, Weight: 0, Counters: none()},
+		{Addr: ip("192.0.2.11"), Port: 80, Forward: Tunnel, Weight: 1, Counters: none()},
+		{Addr: ip("192.0.2.10"), Port: 80, Forward: Route, Weight: 5, UpperThreshold: 100, LowerThreshold: 10, Counters: none()},
+		{Addr: ip("2001:db8::10"), Port: 53, Forward: Route, Weight: 1, Counters: none()},
 	}
 	if !reflect.DeepEqual(dests, wantDests) {
 		t.Errorf("destinations:\n got %+v\nwant %+v", dests, wantDests)

@@ -34,7 +34,7 @@ func TestDigest(t *testing.T) {
 			vs := tb[rr.ServiceKey]
 			vs.Stats.Connections = 7
 			d := vs.Dests[ipvs.DestKey{Addr: dest("10.0.0.1:80", 0).Addr, Port: 80}]
-			d.ActiveConns, d.Stats.BytesIn = 3, 1<<20
+			d.Counters = &ipvs.DestCounters{ActiveConns: 3, Stats: ipvs.Stats{BytesIn: 1 << 20}}
 			vs.AddDest(d)
 		}, true},
 		{"another order of a round-robin service", func(tb ipvs.Table) {

@@ -129,6 +129,7 @@ func (r *Reconciler) read() (Table, error) {
 			return nil, fmt.Errorf("read the kernel's table: %w", err)
 		}
 		for _, d := range ds {
+			d.Counters = nil // what the diff never reads, not kept (see Destination)
 			vs.AddDest(d)
 		}
 	}

@@ -47,7 +47,7 @@ func (k busy) Services() ([]ipvs.Service, error) {
 func (k busy) Destinations(key ipvs.ServiceKey) ([]ipvs.Destination, error) {
 	ds, err := k.Kernel.Destinations(key)
 	for i := range ds {
-		ds[i].ActiveConns, ds[i].Stats = 7, ipvs.Stats{BytesIn: 1 << 40}
+		ds[i].Counters = &ipvs.DestCounters{ActiveConns: 7, Stats: ipvs.Stats{BytesIn: 1 << 40}}
 		if ds[i].Forward == ipvs.Masquerade && ds[i].Addr == key.Addr {
 			ds[i].Forward = ipvs.Local
 		}

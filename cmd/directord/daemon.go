@@ -441,6 +441,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		return fmt.Errorf("virtual servers: %w", err)
 	}
 	lvs.KeepOnStop = d.o.keepIPVS
+	lvs.AfterFirstSync = releaseMemory
 	if opts != nil {
 		// sloppy_tcp and sloppy_sctp are the IPVS namespace's.
 		lvs.Sysctls = director.NamespaceSysctls(opts.NetNS)
@@ -696,6 +697,7 @@ func (d *daemon) reload() error {
 	}
 	d.reloading.Store(time.Now().UnixNano())
 	err := d.reloadLocked()
+	releaseMemory()
 	d.publish()
 	d.reloading.Store(0)
 	now := time.Now()

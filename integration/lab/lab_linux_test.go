@@ -148,7 +148,7 @@ func TestDrainUnderTraffic(t *testing.T) {
 	WaitFor(t, 30*time.Second, "no active connection left to rs3", func() bool {
 		for _, d := range master.Destinations() {
 			if d.Addr == rs3.Addr {
-				return d.ActiveConns == 0
+				return d.Counters == nil || d.Counters.ActiveConns == 0
 			}
 		}
 		return false

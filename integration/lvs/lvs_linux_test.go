@@ -298,7 +298,9 @@ func checkStats(t *testing.T, ns *nstest.NS) {
 	if want := strings.Join(line[2:], " "); got != want || s.Stats.Connections != 1 || s.Stats.PacketsIn == 0 {
 		t.Errorf("service counters %q, ipvsadm says %q", got, want)
 	}
-	if d := ds[0]; d.Stats.Connections != 1 || d.Stats.PacketsIn != s.Stats.PacketsIn || d.ActiveConns+d.InactiveConns != 1 {
+	if d := ds[0].Counters; d == nil {
+		t.Errorf("destination %s: no counters", ds[0].AddrPort())
+	} else if d.Stats.Connections != 1 || d.Stats.PacketsIn != s.Stats.PacketsIn || d.ActiveConns+d.InactiveConns != 1 {
 		t.Errorf("destination counters %+v, active %d inactive %d", d.Stats, d.ActiveConns, d.InactiveConns)
 	}
 }

@@ -297,9 +297,8 @@ func normalService(s ipvs.Service) ipvs.Service {
 
 // normalDest is d as the kernel reports it back.
 func normalDest(d ipvs.Destination) ipvs.Destination {
-	d.Stats = ipvs.Stats{}
 	d.TableWeight = 0
-	d.ActiveConns, d.InactiveConns, d.PersistConns = 0, 0, 0
+	d.Counters = nil
 	return d
 }
 

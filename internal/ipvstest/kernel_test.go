@@ -213,9 +213,13 @@ func state(t *testing.T, k kernel) []string {
 			return a.AddrPort().Compare(b.AddrPort())
 		})
 		for _, d := range ds {
+			var c ipvs.DestCounters
+			if d.Counters != nil {
+				c = *d.Counters
+			}
 			out = append(out, fmt.Sprintf("  destination %s: %s weight %d thresholds %d-%d tunnel %d/%d/%d conns %d/%d/%d",
 				d.AddrPort(), d.Forward, d.Weight, d.LowerThreshold, d.UpperThreshold,
-				d.TunnelType, d.TunnelPort, d.TunnelFlags, d.ActiveConns, d.InactiveConns, d.PersistConns))
+				d.TunnelType, d.TunnelPort, d.TunnelFlags, c.ActiveConns, c.InactiveConns, c.PersistConns))
 		}
 	}
 	tm, err := k.Timeouts()
