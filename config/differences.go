@@ -60,6 +60,7 @@ var Differences = map[string]map[string]string{
 		"disable_local_igmp": "a reload that adds or removes it is applied; keepalived refuses such a reload",
 	},
 	"vrrp_instance": {
+		"use_vmac":          "a macvlan renamed while running (ip link set vrrp.51 name ...) keeps the instance in FAULT while the renamed link is up with the VMAC, then is made again; keepalived 2.2.7 makes one that cannot come up and runs the instance on it as if it were up, until restarted (docs/vrrp.md)",
 		"use_vmac_addr":     "its macvlans' names skip the interface names of the file only, not every interface of the host; the macvlans are not tracked (no FAULT when one is down) nor made again if deleted (docs/vrrp.md)",
 		"no_accept":         "a master drops traffic to and from its VIPs through keepalived's nftables tables, as keepalived; its IPv6 link-local VIPs are not filtered (keepalived's per-interface sets are not built); the same for vrrp_strict's instances, without accept mode by default",
 		"track_src_ip":      "read, no effect, as in keepalived 2.2.7: there, removing the configured unicast_src_ip from the interface (its only address, or a secondary one) leaves the instance in its state with or without the keyword, and one missing at start keeps it in FAULT with or without it, as in directord (checked in namespaces)",

@@ -18,6 +18,14 @@ import (
 type vmacLink struct {
 	name, base string
 	baseIndex  int // the interface it was made on (forgetBaseSysctls)
+	// index is the macvlan's own, to know it renamed (vmacRenamed); 0
+	// while it is missing.
+	index int
+	// heldBy is the link that holds its MAC on its interface while it is
+	// missing (renamed away, still up): the kernel lets one macvlan of an
+	// interface up with a MAC. It is made again when that link lets the
+	// MAC go (remakeVMACs).
+	heldBy int
 	// created: this Node made it. A Node that never ran (a reload refused
 	// after NewNode) removes only those; a Node that ran removes every
 	// vmacLink it still holds (Adopt hands those a reload keeps over).
@@ -120,10 +128,12 @@ func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool) (netl
 	for _, v := range n.vmacs {
 		if v.name == name {
 			known, v.created = true, v.created || created
+			v.index, v.heldBy = l.Attrs().Index, 0
 		}
 	}
 	if !known {
-		n.vmacs = append(n.vmacs, &vmacLink{name: name, base: baseName, baseIndex: base.Attrs().Index, created: created})
+		n.vmacs = append(n.vmacs, &vmacLink{name: name, base: baseName, baseIndex: base.Attrs().Index, created: created,
+			index: l.Attrs().Index})
 	}
 	n.vmacMu.Unlock()
 	if created {
