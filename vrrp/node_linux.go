@@ -196,7 +196,7 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		}
 	}
 	for _, ci := range cfg.Instances {
-		if err := n.addrVMACs(ci); err != nil { // vmac_linux.go
+		if err := n.addrVMACs(ci, cfg.Global.DynamicInterfaces); err != nil { // vmac_linux.go
 			n.Close()
 			return nil, fmt.Errorf("vrrp: %w", err)
 		}

@@ -63,9 +63,16 @@ func (n *Node) vmac(ci *config.Instance) error {
 // addrVMACs makes the macvlans of an instance's addresses on other
 // interfaces (use_vmac_addr, an address's use_vmac) as keepalived makes
 // them: each as the instance's own macvlan of that family, without the
-// link-local source of adverts (none leave on it).
-func (n *Node) addrVMACs(ci *config.Instance) error {
+// link-local source of adverts (none leave on it). With
+// dynamic_interfaces one whose interface does not exist yet is made when
+// it is created (remakeVMACs).
+func (n *Node) addrVMACs(ci *config.Instance, dynamic bool) error {
 	for _, av := range ci.AddrVMACs {
+		if dynamic && !n.linkExists(av.Base) {
+			n.log.Warn("vrrp: interface does not exist yet: its macvlan is made when it is created (dynamic_interfaces)",
+				"instance", ci.Name, "interface", av.Base, "macvlan", av.Name)
+			continue
+		}
 		if _, _, err := n.macvlan(ci.Name, av.Name, av.Base, av.MAC, av.IPv6, av.IPv6); err != nil {
 			return err
 		}
