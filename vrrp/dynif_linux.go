@@ -321,6 +321,20 @@ func (n *Node) sockTo(s *sock, seen LinkSeen) bool {
 		}
 		return true
 	}
+	reopen := step == SockReopen
+	if reopen {
+		// The interface was made again and its deletion not seen (link
+		// updates lost): what the instances held on the old one, a
+		// master's VIPs, went with it. Through FAULT first, as when the
+		// deletion is seen (keepalived's cleanup_lost_interface): a master
+		// leaves and comes back, its VIPs added to the new interface.
+		if c := s.conn.Swap(nil); c != nil {
+			c.Close()
+		}
+		s.index = 0
+		n.log.Warn("vrrp: interface made again, its deletion unseen: its instances go through FAULT", "interface", s.ifname)
+		n.retrack(time.Now())
+	}
 	var c *Conn
 	var err error
 	n.inNS(func() {
@@ -334,17 +348,8 @@ func (n *Node) sockTo(s *sock, seen LinkSeen) bool {
 		}
 		n.log.Warn("vrrp: cannot open the socket on the interface yet: tried again at its next change",
 			"interface", s.ifname, "err", err)
-		if step == SockReopen {
-			if old := s.conn.Swap(nil); old != nil {
-				old.Close()
-			}
-			s.index = 0
-			return true
-		}
-		return false
+		return reopen
 	}
-	// The new socket before the old one closes: its instances are not in
-	// FAULT in between.
 	if old := s.conn.Swap(c); old != nil {
 		old.Close()
 	}
