@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +102,9 @@ func (n *Node) relink(u netlink.LinkUpdate) bool {
 		}
 	}
 	changed = n.relinkName(name, seen) || changed
+	if seen.Exists {
+		n.repromote(name)
+	}
 	renamed := n.vmacSeen(name, index, u.Header.Type == unix.RTM_DELLINK)
 	return n.remakeVMACs(name, index, renamed) || changed
 }
@@ -540,4 +544,33 @@ func (n *Node) forgetBaseSysctls(base string, index int) {
 		kept = append(kept, p)
 	}
 	n.sysctlPaths = kept
+}
+
+// repromote sets promote_secondaries again on an interface the Node sets
+// it on (NewNode) when it is not set there any more: the interface was
+// made again, with its own value. What the Node saved for the old one is
+// dropped (its file is gone); the new one's value is saved and restored
+// at the stop. (keepalived sets it once, at start, and not on an
+// interface made again; directord sets it also on every interface that
+// takes IPv4 VIPs, so that a VIP leaving takes no other address.)
+func (n *Node) repromote(name string) {
+	if !slices.Contains(n.promoteDevs, name) {
+		return
+	}
+	path := "/proc/sys/net/ipv4/conf/" + name + "/promote_secondaries"
+	var v string
+	var err error
+	n.inNS(func() { v, err = readSysctl(path) })
+	if err != nil || v == "1" {
+		return
+	}
+	n.promMu.Lock()
+	n.sysctlPaths = slices.DeleteFunc(n.sysctlPaths, func(p string) bool { return p == path })
+	if s := n.promoted[path]; s != nil {
+		s.f.Close()
+		delete(n.promoted, path)
+	}
+	n.promMu.Unlock()
+	n.inNS(func() { n.setSysctl(path, "1") })
+	n.log.Info("vrrp: promote_secondaries set again on the interface made again", "interface", name)
 }

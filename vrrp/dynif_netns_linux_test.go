@@ -253,3 +253,40 @@ func TestInterfaceMadeAgainUnseen(t *testing.T) {
 		t.Errorf("transitions after the loss %v, want FAULT first", states)
 	}
 }
+
+// TestPromoteSecondariesMadeAgain: an interface whose promote_secondaries
+// the Node sets (here, for its IPv4 VIP) and that is deleted and made
+// again gets it set again, so that the VIP leaving takes no other
+// address of the subnet with it; the stop puts the new interface's own
+// value back.
+func TestPromoteSecondariesMadeAgain(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-prom-a")
+	b := nstest.New(t, "dd-prom-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	const path = "/proc/sys/net/ipv4/conf/dda/promote_secondaries"
+	na := startNode(t, a, nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", ""))
+	nstest.WaitFor(t, 15*time.Second, "master", func() bool { return na.state(t) == Master })
+	if v := sysctl(t, a, path); v != "1" {
+		t.Fatalf("promote_secondaries %s on dda, want 1", v)
+	}
+	l, err := a.NL.LinkByName("dda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 5*time.Second, "FAULT without dda", func() bool { return na.state(t) == Fault })
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	if v := sysctl(t, a, "/proc/sys/net/ipv4/conf/default/promote_secondaries"); v != "0" {
+		t.Skipf("default promote_secondaries is %s: a new interface has it already", v)
+	}
+	nstest.WaitFor(t, 15*time.Second, "master again, promote_secondaries 1 on the new dda", func() bool {
+		return na.state(t) == Master && sysctl(t, a, path) == "1"
+	})
+	na.stop()
+	if v := sysctl(t, a, path); v != "0" {
+		t.Errorf("promote_secondaries %s on dda after the stop, want its own 0 back", v)
+	}
+}
