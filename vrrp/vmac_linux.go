@@ -26,6 +26,9 @@ type vmacLink struct {
 	// interface up with a MAC. It is made again when that link lets the
 	// MAC go (remakeVMACs).
 	heldBy int
+	// fwIndex is the macvlan's index in the firewall's table
+	// (VMACFirewall); 0 for none.
+	fwIndex int
 	// created: this Node made it. A Node that never ran (a reload refused
 	// after NewNode) removes only those; a Node that ran removes every
 	// vmacLink it still holds (Adopt hands those a reload keeps over).
@@ -169,6 +172,10 @@ func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool) (netl
 	// them with an nftables rule, setup_rule_drop_router_solicit).
 	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+name+"/router_solicitations", "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
+	}
+	if v6 {
+		// Before it comes up and reports its groups.
+		n.fwVMAC(name, l.Attrs().Index, base.Attrs().Index)
 	}
 	if err := h.LinkSetUp(l); err != nil {
 		return nil, nil, fmt.Errorf("instance %s: use_vmac: set %s up: %w", inst, name, err)
@@ -314,6 +321,13 @@ func (n *Node) removeVMACs(all bool) error {
 			continue
 		}
 		n.log.Info("vrrp: macvlan removed", "interface", v.name, "base", v.base)
+		if fw, ok := n.fw.(VMACFirewall); ok && v.fwIndex != 0 {
+			var err error
+			n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, false) })
+			if err != nil {
+				n.log.Warn("vrrp firewall", "interface", v.name, "err", err)
+			}
+		}
 	}
 	n.vmacs = nil
 	return errors.Join(errs...)
@@ -355,4 +369,38 @@ func isAddrVMAC(ci *config.Instance, dev string) bool {
 		}
 	}
 	return false
+}
+
+// VMACFirewall is a Firewall that also keeps IPv6 macvlans, by index
+// with their interface's, so that their MLD reports leave from the
+// interface, as keepalived's nft_add_vmac (internal/nft's Table).
+type VMACFirewall interface {
+	VMAC(index, base int, on bool) error
+}
+
+// fwVMAC puts the macvlan name (index, on the interface of index base)
+// in the firewall's table, in place of an earlier index of the name.
+func (n *Node) fwVMAC(name string, index, base int) {
+	fw, ok := n.fw.(VMACFirewall)
+	if !ok {
+		return
+	}
+	n.vmacMu.Lock()
+	defer n.vmacMu.Unlock()
+	for _, v := range n.vmacs {
+		if v.name != name || v.fwIndex == index {
+			continue
+		}
+		if v.fwIndex != 0 {
+			if err := fw.VMAC(v.fwIndex, base, false); err != nil {
+				n.log.Warn("vrrp firewall: removing a macvlan made again", "interface", name, "err", err)
+			}
+			v.fwIndex = 0
+		}
+		if err := fw.VMAC(index, base, true); err != nil {
+			n.log.Error("vrrp firewall: its MLD reports leave with the VMAC", "interface", name, "err", err)
+			continue
+		}
+		v.fwIndex = index
+	}
 }
