@@ -14,7 +14,8 @@ import (
 // renamed link. The renamed link keeps the VMAC, and the kernel lets one
 // macvlan of dda up with it: no vrrp.51 is made while the renamed one is
 // up; once it is deleted, or set down, vrrp.51 is made again and the
-// instance is master on it, its VIP there and its adverts heard. With
+// instance is master on it, its VIP there and its adverts heard; renamed
+// back, it is taken again. With
 // vmac_xmit_base too, where the socket is on dda and only the tracking of
 // the macvlan sees the rename.
 func TestVMACRenamed(t *testing.T) {
@@ -62,6 +63,16 @@ func TestVMACRenamed(t *testing.T) {
 				t.Fatal(err)
 			}
 			master("master again on vrrp.51 made again after the renamed one went down")
+
+			index := macvlan(t, a, "vrrp.51").Index
+			rename("ddren3")
+			if err := a.NL.LinkSetName(macvlan(t, a, "ddren3"), "vrrp.51"); err != nil {
+				t.Fatal(err)
+			}
+			master("master again on vrrp.51 renamed back")
+			if mv := macvlan(t, a, "vrrp.51"); mv.Index != index {
+				t.Errorf("vrrp.51 renamed back is index %d, want the same link (%d)", mv.Index, index)
+			}
 			na.stop()
 			if macvlan(t, a, "vrrp.51") != nil {
 				t.Error("vrrp.51 is left after the stop")
