@@ -70,7 +70,7 @@ func (g *Global) NFTPriorityOrDefault() int32 {
 func (in *Instance) DropsVIPs() bool { return !in.Accept && in.Priority != 255 }
 
 // NFTableName is the table directord keeps when some instance drops its
-// VIPs: nftables' name, else keepalived's "keepalived", which keepalived
+// VIPs or has a macvlan for IPv6 (IPv6VMAC): nftables' name, else keepalived's "keepalived", which keepalived
 // uses then without being told ("no firewall configured - using
 // nftables"); "" when no instance needs one.
 func (c *Config) NFTableName() string {
@@ -78,9 +78,33 @@ func (c *Config) NFTableName() string {
 		return c.Global.NFTable
 	}
 	for _, in := range c.Instances {
-		if in.DropsVIPs() {
+		if in.DropsVIPs() || in.IPv6VMAC() {
 			return "keepalived"
 		}
 	}
 	return ""
+}
+
+// IPv6VMAC reports whether one of the instance's macvlans carries IPv6:
+// its own (use_vmac) for an IPv6 instance or one with IPv6 excluded
+// addresses, or one of its addresses' (use_vmac_addr). keepalived 2.2.7
+// then keeps it in its nftables table (nft_add_vmac), so that its MLD
+// reports leave from the interface, not with the VMAC.
+func (in *Instance) IPv6VMAC() bool {
+	if in.VMAC != nil {
+		if in.Family == Inet6 {
+			return true
+		}
+		for _, v := range in.ExcludedVIPs {
+			if v.Prefix.Addr().Is6() {
+				return true
+			}
+		}
+	}
+	for _, av := range in.AddrVMACs {
+		if av.IPv6 {
+			return true
+		}
+	}
+	return false
 }

@@ -51,6 +51,9 @@ func TestNFTablesKeywords(t *testing.T) {
 	}{
 		{"nothing asks for one", vi(""), "", -1, ""},
 		{"vrrp_strict: keepalived's table unasked", "global_defs {\n vrrp_strict\n}\n" + strict, "keepalived", -1, ""},
+		{"an IPv6 use_vmac: keepalived's table unasked", vi(" use_vmac\n virtual_ipaddress {\n  2001:db8::1\n }"), "keepalived", -1, ""},
+		{"an IPv4 use_vmac: none", vi(" use_vmac\n virtual_ipaddress {\n  10.0.0.1\n }"), "", -1, ""},
+		{"use_vmac_addr for an IPv6 address", vi(" use_vmac_addr\n virtual_ipaddress {\n  10.0.0.1\n }\n virtual_ipaddress_excluded {\n  2001:db8::1\n }"), "keepalived", -1, ""},
 		{"named, with priority", "global_defs {\n nftables lb\n nftables_priority -5\n}\n" + vi(""), "lb", -5, ""},
 		{"nftables resets an earlier priority", "global_defs {\n nftables_priority -5\n nftables\n}\n" + vi(""), "keepalived", -1, ""},
 		{"second nftables ignored", "global_defs {\n nftables a\n nftables b\n}\n" + vi(""), "a", -1,

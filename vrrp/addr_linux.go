@@ -99,6 +99,10 @@ func (m *Addrs) Add(link string, v config.VIP) error {
 		}
 		a := toNetlink(v)
 		err = m.h.AddrAdd(l, a)
+		// Removed from this link, whatever its name by then: renamed
+		// under a master, the link keeps it otherwise, as keepalived's
+		// removal by ifindex does not.
+		a.LinkIndex = l.Attrs().Index
 		if errors.Is(err, syscall.EEXIST) {
 			return nil, false, nil
 		}
@@ -115,6 +119,14 @@ func (m *Addrs) Remove(link string, v config.VIP) error {
 }
 
 func (m *Addrs) del(link string, a *netlink.Addr) error {
+	if a.LinkIndex > 0 {
+		// ENODEV: the link is gone, the address with it.
+		err := m.h.AddrDel(nil, a)
+		if err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENODEV) {
+			return fmt.Errorf("remove %s from %s: %w", a.IPNet, link, err)
+		}
+		return nil
+	}
 	l, err := m.h.LinkByName(link)
 	if err != nil {
 		return fmt.Errorf("remove %s: link %s: %w", a.IPNet, link, err)

@@ -21,8 +21,10 @@ const (
 	SockClose
 	// SockOpen: the interface is there and the socket is not open.
 	SockOpen
-	// SockReopen: the interface was made again (another index): the
-	// socket closes and opens on the new one.
+	// SockReopen: the interface was made again (another index) and its
+	// deletion was not seen (link updates lost): the socket closes, its
+	// instances go through FAULT (what they held went with the old
+	// interface), and it opens on the new one.
 	SockReopen
 	// SockRefuse: the interface came back as another kind (a macvlan
 	// where there was none, or the other way round, or a macvlan on

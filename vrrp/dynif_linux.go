@@ -1,12 +1,14 @@
 package vrrp
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/directord/directord/config"
 )
 
 // sockLink is what a VRRP socket needs to follow its interface: deleted,
@@ -83,14 +87,14 @@ func (n *Node) linkSeen(l netlink.Link) LinkSeen {
 // link; it reports whether anything changed (the caller then recomputes
 // every instance's fault). It runs on the tracking goroutine.
 func (n *Node) relink(u netlink.LinkUpdate) bool {
-	name := u.Link.Attrs().Name
-	seen := LinkSeen{Index: u.Link.Attrs().Index} // deleted
+	name, index := u.Link.Attrs().Name, u.Link.Attrs().Index
+	seen := LinkSeen{Index: index} // deleted
 	if u.Header.Type != unix.RTM_DELLINK {
 		seen = n.linkSeen(u.Link)
 	}
 	changed := false
 	for _, s := range n.socks {
-		if s.ifname != name && s.index != 0 && s.index == u.Link.Attrs().Index {
+		if s.ifname != name && s.index != 0 && s.index == index {
 			// Renamed: the interface the socket is on is not the one
 			// configured any more (keepalived: "Interface name has
 			// changed").
@@ -98,38 +102,152 @@ func (n *Node) relink(u netlink.LinkUpdate) bool {
 		}
 	}
 	changed = n.relinkName(name, seen) || changed
-	return n.remakeVMACs(name) || changed
+	if seen.Exists {
+		n.repromote(name)
+	}
+	renamed := n.vmacSeen(name, index, u.Header.Type == unix.RTM_DELLINK)
+	return n.remakeVMACs(name, index, renamed) || changed
 }
 
-// remakeVMACs makes again the macvlan of a use_vmac instance that is
-// gone while its interface is there (deleted under directord, or the
-// interface made again: the kernel deletes a macvlan with its parent),
-// as keepalived's recreate_vmac_thread; name is the link that changed.
-// Its socket then opens on it at its creation's link update.
-func (n *Node) remakeVMACs(name string) bool {
+// vmacSeen follows the macvlans the Node holds through one link update:
+// the name of one renamed away (its link, by index, has another name
+// now: keepalived's "Interface name has changed" for a VMAC, which it
+// makes again) is returned; one back under its name, or deleted, has its
+// index set or cleared.
+func (n *Node) vmacSeen(name string, index int, deleted bool) string {
+	n.vmacMu.Lock()
+	defer n.vmacMu.Unlock()
+	renamed := ""
+	for _, v := range n.vmacs {
+		switch {
+		case v.index == index && (deleted || v.name != name):
+			v.index = 0
+			if !deleted {
+				renamed = v.name
+				n.log.Warn("vrrp: macvlan renamed: its instance is in FAULT, its addresses leave it, and it is made again under its name",
+					"interface", v.name, "renamed", name)
+			}
+		case v.name == name && !deleted:
+			v.index = index
+		}
+	}
+	return renamed
+}
+
+// wantedVMAC is a macvlan an instance needs: its own (use_vmac) or one of
+// its addresses' (use_vmac_addr, an address's use_vmac).
+type wantedVMAC struct {
+	name, base, mac string
+	own             bool
+	ipv6            bool
+}
+
+func wantedVMACs(ci *config.Instance) []wantedVMAC {
+	var out []wantedVMAC
+	if v := ci.VMAC; v != nil {
+		out = append(out, wantedVMAC{name: v.Name, base: ci.Interface, mac: v.MAC, own: true})
+	}
+	for _, av := range ci.AddrVMACs {
+		out = append(out, wantedVMAC{name: av.Name, base: av.Base, mac: av.MAC, ipv6: av.IPv6})
+	}
+	return out
+}
+
+// remakeVMACs makes again a macvlan of the instances (use_vmac, and
+// use_vmac_addr's) that is gone while its interface is there (deleted
+// under directord, renamed away, or the interface made again: the kernel
+// deletes a macvlan with its parent), as keepalived's
+// recreate_vmac_thread; name and index are the link that changed
+// (index -1: every link was read afresh), renamed the macvlan renamed
+// away by that change. Its socket then
+// opens on it at its creation's link update.
+//
+// A macvlan renamed away keeps the MAC, and the kernel lets only one
+// macvlan of an interface up with a MAC (EADDRINUSE): while that one is
+// up, none is made (keepalived 2.2.7 makes one that cannot come up, and
+// runs its instance on it as if it were up); it is made when that link
+// is deleted, set down or takes another MAC.
+func (n *Node) remakeVMACs(name string, index int, renamed string) bool {
 	changed := false
 	for _, in := range n.insts {
-		v := in.cfg.VMAC
-		if v == nil || (v.Name != name && in.cfg.Interface != name) {
-			continue
+		for _, w := range wantedVMACs(in.cfg) {
+			held := n.vmacHeld(w.name)
+			// index < 0: every link read afresh (relistSocks).
+			if w.name != name && w.base != name && w.name != renamed && (held == 0 || (index >= 0 && held != index)) {
+				continue
+			}
+			if n.linkExists(w.name) {
+				continue
+			}
+			base, err := n.h.LinkByName(w.base)
+			if err != nil {
+				continue
+			}
+			if h := n.macHolder(base.Attrs().Index, w.mac, w.name); h != nil {
+				if held != h.Attrs().Index {
+					n.setVMACHeld(w.name, h.Attrs().Index)
+					in.logger().Error("vrrp: another macvlan of the interface is up with the virtual MAC (the macvlan renamed?), "+
+						"which the kernel gives one macvlan of an interface: the macvlan is made again once that one is deleted, set down or renamed back",
+						"interface", w.name, "holder", h.Attrs().Name, "base", w.base, "mac", w.mac)
+				}
+				continue
+			}
+			n.forgetBaseSysctls(w.base, base.Attrs().Index)
+			if w.own {
+				n.inNS(func() { err = n.vmac(in.cfg) })
+			} else {
+				n.inNS(func() { _, _, err = n.macvlan(in.cfg.Name, w.name, w.base, w.mac, w.ipv6, w.ipv6) })
+			}
+			if err != nil {
+				in.logger().Warn("vrrp: making the macvlan again", "interface", w.name, "err", err)
+				continue
+			}
+			in.logger().Info("vrrp: macvlan made again", "interface", w.name, "base", w.base)
+			changed = true
 		}
-		if n.linkExists(v.Name) {
-			continue
-		}
-		base, err := n.h.LinkByName(in.cfg.Interface)
-		if err != nil {
-			continue
-		}
-		n.forgetBaseSysctls(in.cfg.Interface, base.Attrs().Index)
-		n.inNS(func() { err = n.vmac(in.cfg) })
-		if err != nil {
-			in.logger().Warn("vrrp: making the macvlan again", "interface", v.Name, "err", err)
-			continue
-		}
-		in.logger().Info("vrrp: macvlan made again", "interface", v.Name, "base", in.cfg.Interface)
-		changed = true
 	}
 	return changed
+}
+
+// macHolder returns the macvlan of the interface of that index, other
+// than skip, that is up with mac (nil if none).
+func (n *Node) macHolder(baseIndex int, mac, skip string) netlink.Link {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return nil
+	}
+	links, err := n.h.LinkList()
+	if err != nil {
+		return nil
+	}
+	for _, l := range links {
+		mv, ok := l.(*netlink.Macvlan)
+		if ok && mv.ParentIndex == baseIndex && mv.Name != skip && mv.Flags&net.FlagUp != 0 && bytes.Equal(mv.HardwareAddr, hw) {
+			return l
+		}
+	}
+	return nil
+}
+
+func (n *Node) vmacHeld(name string) int {
+	n.vmacMu.Lock()
+	defer n.vmacMu.Unlock()
+	for _, v := range n.vmacs {
+		if v.name == name {
+			return v.heldBy
+		}
+	}
+	return 0
+}
+
+func (n *Node) setVMACHeld(name string, index int) {
+	n.vmacMu.Lock()
+	defer n.vmacMu.Unlock()
+	for _, v := range n.vmacs {
+		if v.name == name {
+			v.heldBy = index
+		}
+	}
 }
 
 // relist follows every link afresh, after link updates were lost.
@@ -155,7 +273,7 @@ func (n *Node) relistSocks() bool {
 			continue // cannot tell
 		}
 		changed = n.relinkName(name, seen) || changed
-		changed = n.remakeVMACs(name) || changed
+		changed = n.remakeVMACs(name, -1, "") || changed
 	}
 	return changed
 }
@@ -207,6 +325,20 @@ func (n *Node) sockTo(s *sock, seen LinkSeen) bool {
 		}
 		return true
 	}
+	reopen := step == SockReopen
+	if reopen {
+		// The interface was made again and its deletion not seen (link
+		// updates lost): what the instances held on the old one, a
+		// master's VIPs, went with it. Through FAULT first, as when the
+		// deletion is seen (keepalived's cleanup_lost_interface): a master
+		// leaves and comes back, its VIPs added to the new interface.
+		if c := s.conn.Swap(nil); c != nil {
+			c.Close()
+		}
+		s.index = 0
+		n.log.Warn("vrrp: interface made again, its deletion unseen: its instances go through FAULT", "interface", s.ifname)
+		n.retrack(time.Now())
+	}
 	var c *Conn
 	var err error
 	n.inNS(func() {
@@ -220,17 +352,8 @@ func (n *Node) sockTo(s *sock, seen LinkSeen) bool {
 		}
 		n.log.Warn("vrrp: cannot open the socket on the interface yet: tried again at its next change",
 			"interface", s.ifname, "err", err)
-		if step == SockReopen {
-			if old := s.conn.Swap(nil); old != nil {
-				old.Close()
-			}
-			s.index = 0
-			return true
-		}
-		return false
+		return reopen
 	}
-	// The new socket before the old one closes: its instances are not in
-	// FAULT in between.
 	if old := s.conn.Swap(c); old != nil {
 		old.Close()
 	}
@@ -421,4 +544,33 @@ func (n *Node) forgetBaseSysctls(base string, index int) {
 		kept = append(kept, p)
 	}
 	n.sysctlPaths = kept
+}
+
+// repromote sets promote_secondaries again on an interface the Node sets
+// it on (NewNode) when it is not set there any more: the interface was
+// made again, with its own value. What the Node saved for the old one is
+// dropped (its file is gone); the new one's value is saved and restored
+// at the stop. (keepalived sets it once, at start, and not on an
+// interface made again; directord sets it also on every interface that
+// takes IPv4 VIPs, so that a VIP leaving takes no other address.)
+func (n *Node) repromote(name string) {
+	if !slices.Contains(n.promoteDevs, name) {
+		return
+	}
+	path := "/proc/sys/net/ipv4/conf/" + name + "/promote_secondaries"
+	var v string
+	var err error
+	n.inNS(func() { v, err = readSysctl(path) })
+	if err != nil || v == "1" {
+		return
+	}
+	n.promMu.Lock()
+	n.sysctlPaths = slices.DeleteFunc(n.sysctlPaths, func(p string) bool { return p == path })
+	if s := n.promoted[path]; s != nil {
+		s.f.Close()
+		delete(n.promoted, path)
+	}
+	n.promMu.Unlock()
+	n.inNS(func() { n.setSysctl(path, "1") })
+	n.log.Info("vrrp: promote_secondaries set again on the interface made again", "interface", name)
 }

@@ -5,9 +5,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
+	"github.com/directord/directord/config"
 	"github.com/directord/directord/internal/nstest"
 )
 
@@ -199,5 +203,90 @@ func TestVMACMadeAgainTwoInstances(t *testing.T) {
 	na.stop()
 	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "0" || af != "0" {
 		t.Errorf("after the stop: arp_ignore %s arp_filter %s, want 0 0 back", ai, af)
+	}
+}
+
+// TestInterfaceMadeAgainUnseen: an instance's interface deleted and made
+// again while the Node's link updates are lost (the kernel's ENOBUFS:
+// the Node reads every link afresh) is seen only as a new index. The
+// master's VIP went with the old interface: the instance goes through
+// FAULT, as when the deletion is seen, and is master again with its VIP
+// on the new interface (reopened without FAULT, it stayed master without
+// it).
+func TestInterfaceMadeAgainUnseen(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-unseen-a")
+	b := nstest.New(t, "dd-unseen-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	var fake *linkWatch
+	var mu sync.Mutex
+	var states []State
+	na := startNodeWith(t, a, nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", ""), func(n *Node, _ *config.Config) {
+		// The Node hears of no link change but the loss the test says.
+		real := n.track.watch
+		fake = &linkWatch{sock: real.sock, updates: make(chan netlink.LinkUpdate), lost: make(chan struct{}, 1),
+			stop: real.stop, done: real.done}
+		n.track.watch = fake
+		n.Observe(func(e Event) { mu.Lock(); states = append(states, e.To); mu.Unlock() })
+	})
+	nstest.WaitFor(t, 15*time.Second, "master with its VIP", func() bool {
+		return na.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
+	})
+	l, err := a.NL.LinkByName("dda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	mu.Lock()
+	states = nil
+	mu.Unlock()
+	fake.lost <- struct{}{}
+	nstest.WaitFor(t, 15*time.Second, "master again with its VIP on the new dda", func() bool {
+		return na.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(states) == 0 || states[0] != Fault {
+		t.Errorf("transitions after the loss %v, want FAULT first", states)
+	}
+}
+
+// TestPromoteSecondariesMadeAgain: an interface whose promote_secondaries
+// the Node sets (here, for its IPv4 VIP) and that is deleted and made
+// again gets it set again, so that the VIP leaving takes no other
+// address of the subnet with it; the stop puts the new interface's own
+// value back.
+func TestPromoteSecondariesMadeAgain(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-prom-a")
+	b := nstest.New(t, "dd-prom-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	const path = "/proc/sys/net/ipv4/conf/dda/promote_secondaries"
+	na := startNode(t, a, nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", ""))
+	nstest.WaitFor(t, 15*time.Second, "master", func() bool { return na.state(t) == Master })
+	if v := sysctl(t, a, path); v != "1" {
+		t.Fatalf("promote_secondaries %s on dda, want 1", v)
+	}
+	l, err := a.NL.LinkByName("dda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	nstest.WaitFor(t, 5*time.Second, "FAULT without dda", func() bool { return na.state(t) == Fault })
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	if v := sysctl(t, a, "/proc/sys/net/ipv4/conf/default/promote_secondaries"); v != "0" {
+		t.Skipf("default promote_secondaries is %s: a new interface has it already", v)
+	}
+	nstest.WaitFor(t, 15*time.Second, "master again, promote_secondaries 1 on the new dda", func() bool {
+		return na.state(t) == Master && sysctl(t, a, path) == "1"
+	})
+	na.stop()
+	if v := sysctl(t, a, path); v != "0" {
+		t.Errorf("promote_secondaries %s on dda after the stop, want its own 0 back", v)
 	}
 }

@@ -173,8 +173,15 @@ type instance struct {
 // thread inside the network namespace the instances belong to; h is a
 // netlink handle for that namespace.
 func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, error) {
+	return NewNodeFirewall(cfg, h, log, nil)
+}
+
+// NewNodeFirewall is NewNode with its Firewall (SetFirewall) from the
+// start: the macvlans it makes for IPv6 go in the firewall's table
+// before they come up (VMACFirewall, vmac_linux.go).
+func NewNodeFirewall(cfg *config.Config, h *netlink.Handle, log *slog.Logger, fw Firewall) (*Node, error) {
 	n := &Node{log: log, h: h, addrs: NewAddrs(h), routes: NewRoutes(h), rules: NewRules(h), pacers: map[string]*Pacer{},
-		startupDelay: cfg.Global.StartupDelay, ns: netns.None(), allowIfChanges: cfg.Global.AllowIfChanges}
+		startupDelay: cfg.Global.StartupDelay, ns: netns.None(), allowIfChanges: cfg.Global.AllowIfChanges, fw: fw}
 	if ns, err := netns.Get(); err == nil {
 		n.ns = ns // this thread's: the instances'
 	}
@@ -196,7 +203,7 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 		}
 	}
 	for _, ci := range cfg.Instances {
-		if err := n.addrVMACs(ci); err != nil { // vmac_linux.go
+		if err := n.addrVMACs(ci, cfg.Global.DynamicInterfaces); err != nil { // vmac_linux.go
 			n.Close()
 			return nil, fmt.Errorf("vrrp: %w", err)
 		}

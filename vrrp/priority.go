@@ -63,6 +63,18 @@ func trackedOf(ci *config.Instance, g *config.SyncGroup, srcMissing bool, v trac
 		// deleted under directord, the instance is in FAULT.
 		list = append(list, Tracked{Good: v.link(ci.VMAC.Name)})
 	}
+	// The macvlans of its addresses (use_vmac_addr, an address's
+	// use_vmac), as keepalived adds the instance to each (TRACK_ADDR)
+	// unless the address is no_track, dont_track_primary or not.
+	seen := map[string]bool{}
+	for _, vs := range [][]config.VIP{ci.VIPs, ci.ExcludedVIPs} {
+		for _, a := range vs {
+			if a.VMACDev != "" && !a.NoTrack && !seen[a.VMACDev] {
+				seen[a.VMACDev] = true
+				list = append(list, Tracked{Good: v.link(a.VMACDev)})
+			}
+		}
+	}
 	return append(list, Tracked{Good: !srcMissing})
 }
 

@@ -25,8 +25,8 @@ func (v fakeSeen) process(name string) (bool, bool) { u, ok := v.procs[name]; re
 // TestTrackedPriority checks an instance's priority and fault from what it
 // and its sync group track (what TestTrackingAndNotify,
 // TestTrackInterfaceWeight, TestRuleAndRouteInterfacesTracked,
-// TestTrackFileMovesPriority, TestTrackProcessFault, TestVMACTracked and
-// TestUnicastSrcAbsent see only in namespaces, as root).
+// TestTrackFileMovesPriority, TestTrackProcessFault, TestVMACTracked,
+// TestUseVMACAddrMadeAgain and TestUnicastSrcAbsent see only in namespaces, as root).
 func TestTrackedPriority(t *testing.T) {
 	const defs = "vrrp_script chk {\n script \"/bin/true\"\n}\n" +
 		"vrrp_script off {\n script \"/bin/true\"\n}\n" +
@@ -59,6 +59,15 @@ func TestTrackedPriority(t *testing.T) {
 			fakeSeen{scripts: good, down: map[string]bool{"eth0": true}}, false, 110, false},
 		{"use_vmac: its macvlan down is FAULT", inst("VI_1", "eth0", 51, 100, "use_vmac vrrp.51"),
 			fakeSeen{down: map[string]bool{"vrrp.51": true}}, false, 100, true},
+		{"use_vmac_addr: an address's macvlan down is FAULT",
+			inst("VI_1", "eth0", 51, 100, "use_vmac_addr\n virtual_ipaddress_excluded {\n 198.51.100.1/24 dev eth5\n }"),
+			fakeSeen{down: map[string]bool{"vrrp.51": true}}, false, 100, true},
+		{"use_vmac_addr: with dont_track_primary too",
+			inst("VI_1", "eth0", 51, 100, "use_vmac_addr\n dont_track_primary\n virtual_ipaddress_excluded {\n 198.51.100.1/24 dev eth5\n }"),
+			fakeSeen{down: map[string]bool{"vrrp.51": true}}, false, 100, true},
+		{"use_vmac_addr: not for a no_track address",
+			inst("VI_1", "eth0", 51, 100, "use_vmac_addr\n virtual_ipaddress_excluded {\n 198.51.100.1/24 dev eth5 no_track\n }"),
+			fakeSeen{down: map[string]bool{"vrrp.51": true}}, false, 100, false},
 		{"configured source on no interface: FAULT", inst("VI_1", "eth0", 51, 100, own),
 			fakeSeen{scripts: good}, true, 110, true},
 		{"sync group member: its weights are 0, a failing script is FAULT",

@@ -24,6 +24,7 @@ type tracking struct {
 	mu       sync.Mutex
 	scripts  map[string]*trackedScript
 	links    map[string]bool // interface name: up
+	names    map[int]string  // interface index: name, to see a rename
 	watch    *linkWatch      // in the instances' namespace
 	files    *fileWatch      // the track_files (trackfile_linux.go); nil if none
 	procs    *procWatch      // the vrrp_track_processes (trackproc_linux.go); nil if none
@@ -42,7 +43,7 @@ type trackedScript struct {
 // like NewNode, it must run inside the instances' namespace.
 func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, error) {
 	t := &tracking{node: n, runner: script.NewRunner(&cfg.Global), queue: script.NewQueue(n.log), ownQueue: true,
-		scripts: map[string]*trackedScript{}, links: map[string]bool{},
+		scripts: map[string]*trackedScript{}, links: map[string]bool{}, names: map[int]string{},
 		h: h}
 	on, off := scriptsTracked(cfg, func(c *config.VRRPScript) error { return t.runner.Prog(c.Script).Disabled })
 	for _, d := range off {
@@ -76,6 +77,7 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	}
 	for _, l := range links {
 		t.links[l.Attrs().Name] = linkUp(l)
+		t.names[l.Attrs().Index] = l.Attrs().Name
 	}
 	return t, nil
 }
@@ -85,8 +87,10 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 func (t *tracking) relist() {
 	if links, err := t.h.LinkList(); err == nil {
 		t.mu.Lock()
+		clear(t.names)
 		for _, l := range links {
 			t.links[l.Attrs().Name] = linkUp(l)
+			t.names[l.Attrs().Index] = l.Attrs().Name
 		}
 		t.mu.Unlock()
 		t.node.relistSocks()
@@ -134,6 +138,20 @@ func (t *tracking) run(ctx context.Context) {
 			t.mu.Lock()
 			changed := t.links[name] != up
 			t.links[name] = up
+			index := u.Link.Attrs().Index
+			if old, ok := t.names[index]; ok && old != name && t.links[old] {
+				// Renamed: the name tracked is gone with it, as
+				// keepalived's cleanup_lost_interface at "Interface name
+				// has changed" (a link made under the old name, seen
+				// next, is tracked then).
+				t.links[old] = false
+				changed = true
+			}
+			if u.Header.Type == 17 {
+				delete(t.names, index)
+			} else {
+				t.names[index] = name
+			}
 			t.mu.Unlock()
 			if changed || relinked {
 				t.node.log.Info("vrrp tracked interface", "interface", name, "up", up)

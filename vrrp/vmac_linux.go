@@ -18,6 +18,17 @@ import (
 type vmacLink struct {
 	name, base string
 	baseIndex  int // the interface it was made on (forgetBaseSysctls)
+	// index is the macvlan's own, to know it renamed (vmacRenamed); 0
+	// while it is missing.
+	index int
+	// heldBy is the link that holds its MAC on its interface while it is
+	// missing (renamed away, still up): the kernel lets one macvlan of an
+	// interface up with a MAC. It is made again when that link lets the
+	// MAC go (remakeVMACs).
+	heldBy int
+	// fwIndex is the macvlan's index in the firewall's table
+	// (VMACFirewall); 0 for none.
+	fwIndex int
 	// created: this Node made it. A Node that never ran (a reload refused
 	// after NewNode) removes only those; a Node that ran removes every
 	// vmacLink it still holds (Adopt hands those a reload keeps over).
@@ -55,9 +66,16 @@ func (n *Node) vmac(ci *config.Instance) error {
 // addrVMACs makes the macvlans of an instance's addresses on other
 // interfaces (use_vmac_addr, an address's use_vmac) as keepalived makes
 // them: each as the instance's own macvlan of that family, without the
-// link-local source of adverts (none leave on it).
-func (n *Node) addrVMACs(ci *config.Instance) error {
+// link-local source of adverts (none leave on it). With
+// dynamic_interfaces one whose interface does not exist yet is made when
+// it is created (remakeVMACs).
+func (n *Node) addrVMACs(ci *config.Instance, dynamic bool) error {
 	for _, av := range ci.AddrVMACs {
+		if dynamic && !n.linkExists(av.Base) {
+			n.log.Warn("vrrp: interface does not exist yet: its macvlan is made when it is created (dynamic_interfaces)",
+				"instance", ci.Name, "interface", av.Base, "macvlan", av.Name)
+			continue
+		}
 		if _, _, err := n.macvlan(ci.Name, av.Name, av.Base, av.MAC, av.IPv6, av.IPv6); err != nil {
 			return err
 		}
@@ -120,10 +138,12 @@ func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool) (netl
 	for _, v := range n.vmacs {
 		if v.name == name {
 			known, v.created = true, v.created || created
+			v.index, v.heldBy = l.Attrs().Index, 0
 		}
 	}
 	if !known {
-		n.vmacs = append(n.vmacs, &vmacLink{name: name, base: baseName, baseIndex: base.Attrs().Index, created: created})
+		n.vmacs = append(n.vmacs, &vmacLink{name: name, base: baseName, baseIndex: base.Attrs().Index, created: created,
+			index: l.Attrs().Index})
 	}
 	n.vmacMu.Unlock()
 	if created {
@@ -152,6 +172,10 @@ func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool) (netl
 	// them with an nftables rule, setup_rule_drop_router_solicit).
 	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+name+"/router_solicitations", "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
+	}
+	if v6 {
+		// Before it comes up and reports its groups.
+		n.fwVMAC(name, l.Attrs().Index, base.Attrs().Index)
 	}
 	if err := h.LinkSetUp(l); err != nil {
 		return nil, nil, fmt.Errorf("instance %s: use_vmac: set %s up: %w", inst, name, err)
@@ -297,6 +321,13 @@ func (n *Node) removeVMACs(all bool) error {
 			continue
 		}
 		n.log.Info("vrrp: macvlan removed", "interface", v.name, "base", v.base)
+		if fw, ok := n.fw.(VMACFirewall); ok && v.fwIndex != 0 {
+			var err error
+			n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, false) })
+			if err != nil {
+				n.log.Warn("vrrp firewall", "interface", v.name, "err", err)
+			}
+		}
 	}
 	n.vmacs = nil
 	return errors.Join(errs...)
@@ -338,4 +369,38 @@ func isAddrVMAC(ci *config.Instance, dev string) bool {
 		}
 	}
 	return false
+}
+
+// VMACFirewall is a Firewall that also keeps IPv6 macvlans, by index
+// with their interface's, so that their MLD reports leave from the
+// interface, as keepalived's nft_add_vmac (internal/nft's Table).
+type VMACFirewall interface {
+	VMAC(index, base int, on bool) error
+}
+
+// fwVMAC puts the macvlan name (index, on the interface of index base)
+// in the firewall's table, in place of an earlier index of the name.
+func (n *Node) fwVMAC(name string, index, base int) {
+	fw, ok := n.fw.(VMACFirewall)
+	if !ok {
+		return
+	}
+	n.vmacMu.Lock()
+	defer n.vmacMu.Unlock()
+	for _, v := range n.vmacs {
+		if v.name != name || v.fwIndex == index {
+			continue
+		}
+		if v.fwIndex != 0 {
+			if err := fw.VMAC(v.fwIndex, base, false); err != nil {
+				n.log.Warn("vrrp firewall: removing a macvlan made again", "interface", name, "err", err)
+			}
+			v.fwIndex = 0
+		}
+		if err := fw.VMAC(index, base, true); err != nil {
+			n.log.Error("vrrp firewall: its MLD reports leave with the VMAC", "interface", name, "err", err)
+			continue
+		}
+		v.fwIndex = index
+	}
 }

@@ -82,10 +82,16 @@ func watchFrames(t *testing.T, ns *nstest.NS, ifn string) *vmacFrames {
 				}
 				fr = vmacFrame{"vrrp", netip.AddrFrom4([4]byte(p[12:16])), mac}
 			case syscall.ETH_P_IPV6:
-				if len(p) < 40 || p[6] != 112 && p[6] != 58 {
+				if len(p) < 40 || p[6] != 112 && p[6] != 58 && p[6] != 0 {
 					continue
 				}
 				fr = vmacFrame{"vrrp", netip.AddrFrom16([16]byte(p[8:24])), mac}
+				if p[6] == 0 { // a hop-by-hop header: an MLD report's
+					if len(p) < 49 || p[40] != 58 || p[48] != 143 {
+						continue
+					}
+					fr.kind = "mld"
+				}
 				if p[6] == 58 && len(p) > 40 && p[40] == 133 {
 					fr.kind = "rs" // a router solicitation
 				}

@@ -246,8 +246,9 @@ func (d *daemon) ipvsOptions(cfg *config.Config) (*ipvs.Options, error) {
 }
 
 // firewall is the nftables table of cfg's instances without accept
-// mode, opened once (a table of its name left by a crash is deleted
-// then) and kept across reloads; nil when no instance drops its VIPs.
+// mode and of its IPv6 macvlans, opened once (a table of its name left
+// by a crash is deleted then) and kept across reloads; nil when no
+// instance needs it (Config.NFTableName).
 func (d *daemon) firewall(cfg *config.Config) (*nft.Table, error) {
 	name := cfg.NFTableName()
 	if name == "" {
@@ -255,6 +256,15 @@ func (d *daemon) firewall(cfg *config.Config) (*nft.Table, error) {
 	}
 	if d.fw == nil {
 		t, err := nft.Open(nft.Options{Table: name, Priority: cfg.Global.NFTPriorityOrDefault(), Counters: cfg.Global.NFTCounters})
+		drops := false
+		for _, in := range cfg.Instances {
+			drops = drops || in.DropsVIPs()
+		}
+		if err != nil && !drops {
+			// Only for the IPv6 macvlans' MLD reports: they run without.
+			d.log.Warn("vrrp firewall: no nftables table: the IPv6 macvlans' MLD reports leave with the VMAC", "err", err)
+			return nil, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("vrrp: the drop rules of instances without accept mode: %w", err)
 		}
@@ -588,17 +598,21 @@ func (d *daemon) newNode(cfg *config.Config) (*vrrp.Node, *netlink.Handle, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("netlink: %w", err)
 	}
-	node, err := vrrp.NewNode(cfg, h, d.log)
+	// The firewall first: the Node puts its IPv6 macvlans in it before
+	// they come up.
+	fw, err := d.firewall(cfg)
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	var vfw vrrp.Firewall
+	if fw != nil {
+		vfw = fw
+	}
+	node, err := vrrp.NewNodeFirewall(cfg, h, d.log, vfw)
 	if err != nil {
 		h.Close()
 		return nil, nil, err // vrrp.NewNode says "vrrp: ..." itself
-	}
-	if fw, err := d.firewall(cfg); err != nil {
-		node.Close()
-		h.Close()
-		return nil, nil, err
-	} else if fw != nil {
-		node.SetFirewall(fw)
 	}
 	if d.scripts != nil {
 		node.ShareScripts(d.scripts)

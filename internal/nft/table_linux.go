@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +27,7 @@ type Table struct {
 	mu    sync.Mutex
 	made4 bool               // table ip NAME exists (made at its first address, as keepalived)
 	made6 bool               // table ip6 NAME exists
+	vmac6 bool               // its vmac_map, vmac_set and their rules too (VMAC)
 	vips  map[netip.Addr]int // addresses in the sets, and how many users each has
 }
 
@@ -186,6 +188,113 @@ func (t *Table) make(c *nftables.Conn, v6 bool) error {
 	return nil
 }
 
+// metaOIFKind is NFT_META_OIFKIND (linux/netfilter/nf_tables.h), which
+// the nftables package does not name.
+const metaOIFKind expr.MetaKey = 27
+
+// ifKind is an interface kind as meta oifkind compares it: IFNAMSIZ
+// bytes.
+func ifKind(k string) []byte {
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, k)
+	return b
+}
+
+// vmacRules are keepalived's setup_rule_move_igmp and
+// setup_rule_drop_router_solicit for IPv6 (with nft's dup statement):
+//
+//	icmpv6 type mld2-listener-report meta oifkind "macvlan" dup to ip6 daddr device oif map @vmac_map [counter] drop
+//	icmpv6 type nd-router-solicit meta oifkind "macvlan" oif @vmac_set [counter] drop
+func (t *Table) vmacRules(ch *nftables.Chain, m, set *nftables.Set) []*nftables.Rule {
+	icmp6 := func(typ byte) []expr.Any {
+		return []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_ICMPV6}},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{typ}},
+		}
+	}
+	macvlan := []expr.Any{
+		&expr.Meta{Key: metaOIFKind, Register: 2},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: ifKind("macvlan")},
+		&expr.Meta{Key: expr.MetaKeyOIF, Register: 2},
+	}
+	mld := icmp6(143) // ICMPV6_MLD2_REPORT
+	mld = append(mld, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 24, Len: 16})
+	mld = append(mld, macvlan...)
+	mld = append(mld, &expr.Lookup{SourceRegister: 2, DestRegister: 2, IsDestRegSet: true, SetName: m.Name, SetID: m.ID},
+		&expr.Dup{RegAddr: 1, RegDev: 2, IsRegDevSet: true})
+	mld = append(t.counter(mld), &expr.Verdict{Kind: expr.VerdictDrop})
+	rs := append(icmp6(133), macvlan...) // ND_ROUTER_SOLICIT
+	rs = append(rs, &expr.Lookup{SourceRegister: 2, SetName: set.Name, SetID: set.ID})
+	rs = append(t.counter(rs), &expr.Verdict{Kind: expr.VerdictDrop})
+	return []*nftables.Rule{{Table: ch.Table, Chain: ch, Exprs: mld}, {Table: ch.Table, Chain: ch, Exprs: rs}}
+}
+
+func (t *Table) vmacSets() (m, set *nftables.Set) {
+	tb := t.table(true)
+	return &nftables.Set{Table: tb, Name: "vmac_map", IsMap: true, KeyType: nftables.TypeIFIndex, DataType: nftables.TypeIFIndex,
+			KeyByteOrder: binaryutil.NativeEndian},
+		&nftables.Set{Table: tb, Name: "vmac_set", KeyType: nftables.TypeIFIndex, KeyByteOrder: binaryutil.NativeEndian}
+}
+
+// VMAC adds (on) or removes an IPv6 macvlan, by its index, with the
+// index of its interface (base), in the ip6 table's vmac_map and
+// vmac_set, making them, the out chain and their rules first, as
+// keepalived's nft_add_vmac: the MLD reports that would leave the
+// macvlan with the VRRP MAC are sent from its interface instead (dup to
+// their destination through it), and its router solicitations dropped,
+// so that no switch learns the VMAC from a backup. Call it before the
+// macvlan comes up: it reports its groups then.
+func (t *Table) VMAC(index, base int, on bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !on && !t.vmac6 {
+		return nil
+	}
+	c, err := t.conn()
+	if err != nil {
+		return err
+	}
+	m, set := t.vmacSets()
+	if !t.vmac6 {
+		tb := c.AddTable(t.table(true))
+		prio := nftables.ChainPriority(t.o.Priority)
+		accept := nftables.ChainPolicyAccept
+		out := c.AddChain(&nftables.Chain{Name: "out", Table: tb, Type: nftables.ChainTypeFilter,
+			Hooknum: nftables.ChainHookOutput, Priority: &prio, Policy: &accept})
+		if err := c.AddSet(m, nil); err != nil {
+			return fmt.Errorf("nftables: map vmac_map: %w", err)
+		}
+		if err := c.AddSet(set, nil); err != nil {
+			return fmt.Errorf("nftables: set vmac_set: %w", err)
+		}
+		for _, r := range t.vmacRules(out, m, set) {
+			c.AddRule(r)
+		}
+	}
+	key := binaryutil.NativeEndian.PutUint32(uint32(index))
+	if on {
+		err = c.SetAddElements(m, []nftables.SetElement{{Key: key, Val: binaryutil.NativeEndian.PutUint32(uint32(base))}})
+		if err == nil {
+			err = c.SetAddElements(set, []nftables.SetElement{{Key: key}})
+		}
+	} else {
+		err = c.SetDeleteElements(m, []nftables.SetElement{{Key: key}})
+		if err == nil {
+			err = c.SetDeleteElements(set, []nftables.SetElement{{Key: key}})
+		}
+	}
+	if err == nil {
+		err = c.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("nftables: table ip6 %s: %s macvlan %d: %w", t.o.Table, map[bool]string{true: "add", false: "remove"}[on], index, err)
+	}
+	t.vmac6 = true
+	return nil
+}
+
 func elements(addrs []netip.Addr) []nftables.SetElement {
 	var es []nftables.SetElement
 	for _, a := range addrs {
@@ -269,10 +378,10 @@ func (t *Table) update(addrs []netip.Addr, v6, on bool) error {
 func (t *Table) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.made4 && !t.made6 {
+	if !t.made4 && !t.made6 && !t.vmac6 {
 		return nil
 	}
-	t.made4, t.made6 = false, false
+	t.made4, t.made6, t.vmac6 = false, false, false
 	clear(t.vips)
 	return t.deleteTable()
 }

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 
+	"github.com/directord/directord/internal/ipvstest"
 	"github.com/directord/directord/internal/nstest"
 )
 
@@ -101,4 +104,74 @@ func TestTableDrops(t *testing.T) {
 			t.Error("Close left the table")
 		}
 	})
+}
+
+// TestTableVMAC: VMAC makes keepalived 2.2.7's ip6 table for an IPv6
+// macvlan, as nft lists keepalived's own (checked in a namespace with
+// keepalived and use_vmac): the out chain at the priority given, the
+// macvlan and its interface in vmac_map and vmac_set, the MLD report
+// rule that sends them from the interface and the router solicitation
+// rule (TestVMACNoMLD sends through it). Removed, the elements go;
+// Close removes the table.
+func TestTableVMAC(t *testing.T) {
+	nstest.RequireRoot(t)
+	ipvstest.RequireCommand(t, "nft")
+	ns := nstest.New(t, "dd-nftv")
+	if err := ns.NL.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "d0"}, PeerName: "d1"}); err != nil {
+		t.Fatal(err)
+	}
+	d0, err := ns.NL.LinkByName("d0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.NL.LinkAdd(&netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: "vrrp.51", ParentIndex: d0.Attrs().Index},
+		Mode: netlink.MACVLAN_MODE_PRIVATE}); err != nil {
+		t.Fatal(err)
+	}
+	mv, err := ns.NL.LinkByName("vrrp.51")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func() string {
+		out, _ := exec.Command("ip", "netns", "exec", ns.Name, "nft", "list", "table", "ip6", "keepalived").CombinedOutput()
+		return string(out)
+	}
+	var tb *Table
+	ns.Do(t, func() {
+		if tb, err = Open(Options{Table: "keepalived", Priority: -1}); err == nil {
+			err = tb.VMAC(mv.Attrs().Index, d0.Attrs().Index, true)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := list()
+	for _, want := range []string{
+		"type filter hook output priority filter - 1; policy accept;",
+		// keepalived's lists "d0" for the data: the nftables package
+		// writes no data byte order for nft to show it by, and nft
+		// shows the number (the kernel reads it in host order alike).
+		`elements = { "vrrp.51" : `,
+		`elements = { "vrrp.51" }`,
+		`icmpv6 type mld2-listener-report meta oifkind "macvlan" dup to ip6 daddr device oif map @vmac_map drop`,
+		`icmpv6 type nd-router-solicit meta oifkind "macvlan" oif @vmac_set drop`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("nft lists no %q in:\n%s", want, got)
+		}
+	}
+	ns.Do(t, func() { err = tb.VMAC(mv.Attrs().Index, d0.Attrs().Index, false) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); strings.Contains(got, "vrrp.51") {
+		t.Errorf("the macvlan is left in the table:\n%s", got)
+	}
+	ns.Do(t, func() { err = tb.Close() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); strings.Contains(got, "chain out") {
+		t.Errorf("the table is left after Close:\n%s", got)
+	}
 }
