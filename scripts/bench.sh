@@ -39,5 +39,6 @@ step bgp go test -run '^$' -bench FailoverBGP -benchtime "${FAILOVER_ROUNDS:-5}x
 step adverts go test -run '^$' -bench AdvertInterval -benchtime 3x ./integration
 step ipvs make --no-print-directory bench-ipvs
 step lvs make --no-print-directory bench-lvs
+step lab make --no-print-directory bench-lab
 echo "== results"
 go run ./internal/cmd/benchreport -in "$out" -doc docs/benchmarks.md -img docs/img
