@@ -38,6 +38,18 @@ var benchLabs = []struct {
 	active bool
 }{{"pair", false}, {"active", true}}
 
+// What a loss benchmark carries: benchConns long-lived connections, a
+// request every benchEvery on each, and benchRate new connections a
+// second. Lighter than TestActiveActive's (20 connections every 100 ms,
+// 20 new a second): with those, at host load 10, neither lab answered
+// its first 20 new connections within 30 s (the guest lost 60 to 100 %
+// of its CPU, stalls up to 41 s), before anything was killed.
+const (
+	benchConns = 20
+	benchEvery = time.Second
+	benchRate  = 10
+)
+
 // benchSettle is how long a loss benchmark keeps its new connections
 // going after the labs converged (the pair's backup holds the VIP, the
 // router has dropped the dead director): new connections that fail later
@@ -91,11 +103,10 @@ const benchUp = 3 * time.Minute
 // in each lab. The pair loses its master (lb1), whose guardian hands over
 // to lb2 (priority 0 adverts); the active lab loses lb3, whose BGP
 // session ends with it, and the router sends its flows to lb1 and lb2.
-// Before the kill, activeConns long-lived connections are open, each
-// with a request every activeEvery (the chatter of TestActiveActive),
-// every director that stays knows them all by connection sync, and new
-// connections arrive at rate a second; they go on for benchSettle after
-// the lab converged. Per round:
+// Before the kill, benchConns long-lived connections are open, each
+// with a request every benchEvery, every director that stays knows them
+// all by connection sync, and new connections arrive at benchRate a
+// second; they go on for benchSettle after the lab converged. Per round:
 //
 //   - survived-%: the long-lived connections whose every request was
 //     answered, by the real server that answered them first, through the
@@ -135,7 +146,7 @@ func directorLossOnce(b *testing.B, active bool) map[string]float64 {
 		victim, stay = l.Directors[2], l.Directors[:2]
 	}
 
-	conns := benchDial(s, l, activeConns)
+	conns := benchDial(s, l, benchConns)
 	ports := map[uint16]bool{}
 	for _, c := range conns {
 		ports[c.ClientPort()] = true
@@ -151,11 +162,11 @@ func directorLossOnce(b *testing.B, active bool) map[string]float64 {
 		}
 		return true
 	})
-	ch := chat(conns)
+	ch := benchChat(conns, benchEvery)
 	s.Cleanup(ch.end)
-	tr := l.StartTraffic(rate)
+	tr := l.StartTraffic(benchRate)
 	start := time.Now()
-	WaitFor(s, 30*time.Second, fmt.Sprintf("%d new connections answered", rate), func() bool { return tr.Answered(start) >= rate })
+	WaitFor(s, benchUp, fmt.Sprintf("%d new connections answered", benchRate), func() bool { return tr.Answered(start) >= benchRate })
 
 	killed := time.Now()
 	victim.Kill()
@@ -166,7 +177,7 @@ func directorLossOnce(b *testing.B, active bool) map[string]float64 {
 	}
 	converged := time.Now()
 	WaitFor(s, benchSettle+RequestTimeout, "new connections answered after the lab converged", func() bool {
-		return time.Since(converged) >= benchSettle && tr.Answered(converged) >= rate
+		return time.Since(converged) >= benchSettle && tr.Answered(converged) >= benchRate
 	})
 	res := tr.Stop()
 	ch.end()
@@ -178,6 +189,12 @@ func directorLossOnce(b *testing.B, active bool) map[string]float64 {
 	var wg sync.WaitGroup
 	ch.mu.Lock()
 	dead, reqs := len(ch.dead), ch.reqs
+	var firstDead error
+	for i := range conns {
+		if firstDead = ch.dead[i]; firstDead != nil {
+			break
+		}
+	}
 	for i, c := range conns {
 		if ch.dead[i] != nil {
 			continue
@@ -204,9 +221,9 @@ func directorLossOnce(b *testing.B, active bool) map[string]float64 {
 		}
 	}
 	w := l.Starve.Between(killed, end)
-	b.Logf("%s killed: converged %v after; new connections begun after the kill: %v (first failure: %v), the last failure begun %v after it; long-lived: %d of %d answered by their real server to the end (%d failed or moved in the chatter, %d requests); the machine: %v",
+	b.Logf("%s killed: converged %v after; new connections begun after the kill: %v (first failure: %v), the last failure begun %v after it; long-lived: %d of %d answered by their real server to the end (%d failed or moved in the chatter, %d requests; the first: %v); the machine: %v",
 		victim.Name, converged.Sub(killed).Round(time.Millisecond), after, after.FirstError, last.Round(time.Millisecond),
-		survived.Load(), len(conns), dead, reqs, w)
+		survived.Load(), len(conns), dead, reqs, firstDead, w)
 	return map[string]float64{
 		"survived-%":     100 * float64(survived.Load()) / float64(len(conns)),
 		"last-failure-s": last.Seconds(),
@@ -484,4 +501,54 @@ func addBenchReal(l *Lab, name string, addr netip.Addr) *RealServer {
 	r.Start()
 	l.Reals = append(l.Reals, r)
 	return r
+}
+
+// benchChatter keeps a request going every period on each connection and
+// remembers each one's first failure (an error, or an answer from
+// another real server): it stops there.
+type benchChatter struct {
+	stop chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	dead map[int]error
+	reqs int
+}
+
+func benchChat(conns []*Conn, period time.Duration) *benchChatter {
+	ch := &benchChatter{stop: make(chan struct{}), dead: map[int]error{}}
+	for i, c := range conns {
+		ch.wg.Go(func() {
+			tick := time.NewTicker(period)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ch.stop:
+					return
+				case <-tick.C:
+				}
+				srv, err := c.Get()
+				if err == nil && srv != c.Server {
+					err = fmt.Errorf("answered by %s, was %s", srv, c.Server)
+				}
+				ch.mu.Lock()
+				ch.reqs++
+				if err != nil {
+					ch.dead[i] = err
+				}
+				ch.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	return ch
+}
+
+// end stops the requests and waits for those in flight; again, it does
+// nothing.
+func (ch *benchChatter) end() {
+	ch.once.Do(func() { close(ch.stop) })
+	ch.wg.Wait()
 }
