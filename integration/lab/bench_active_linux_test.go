@@ -498,7 +498,15 @@ func addBenchReal(l *Lab, name string, addr netip.Addr) *RealServer {
 	if err := r.NS.NL.AddrAdd(lo, &netlink.Addr{IPNet: hostNet(VIP)}); err != nil {
 		t.Fatalf("VIP on %s's lo: %v", name, err)
 	}
-	r.Start()
+	// Start's way, with benchUp: a premise (rs4 took more than the
+	// lab's 30 s at host load 10).
+	r.start()
+	WaitFor(t, benchUp, name+" listening", func() bool {
+		if !r.Running() {
+			t.Fatalf("%s ended at start", name)
+		}
+		return r.listening()
+	})
 	l.Reals = append(l.Reals, r)
 	return r
 }
