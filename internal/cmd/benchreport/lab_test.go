@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,5 +46,31 @@ BenchmarkRemap/active        	       1	  0 between-old-%	  120.0 flows	  25.00 i
 	}
 	if !strings.Contains(rows[5].figure, "25.0 % to the new one, 0 % among the old") {
 		t.Errorf("the active lab's remap row: %+v", rows[5])
+	}
+}
+
+// TestLabRowsOfRecord reads the committed run that docs/benchmarks.md
+// quotes: every lab row has directord's figure and the reference's.
+func TestLabRowsOfRecord(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../../docs/bench-data/lab-2026-12-02.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lab.txt"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := r.labRows()
+	if len(rows) != 7 {
+		t.Fatalf("%d rows, want 7", len(rows))
+	}
+	for i, x := range rows {
+		if !x.haveD || !x.hvR {
+			t.Errorf("row %d without a figure: %+v", i, x)
+		}
 	}
 }
