@@ -15,6 +15,9 @@ func (r *results) labRows() []row {
 
 	x := r.pair("a director's directord SIGKILLed ("+conns+"), active-active lab: long-lived connections surviving on their real server", active, "survived-%", pair, "survived-%", ref, "%", 1)
 	x.guest = true
+	if lost, ok := r.get(active, "lost-cpu-%"); ok {
+		x.why = fmt.Sprintf("the machine withheld %.0f %% of the time from the kill to the end from an ordinary process in the guest (see Active-active directors beside the VRRP pair)", lost)
+	}
 	if x.haveD {
 		x.aim, x.verdict = "all", verdict(&x, x.d >= 100)
 	}
