@@ -14,7 +14,7 @@ STATICCHECK_VERSION := v0.8.2
 # verify of the unit (no running systemd needed).
 APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd frr
 
-.PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks demo demo-active deps apt-install fuzz fuzz-smoke clean integration
+.PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks bench-lab demo demo-active deps apt-install fuzz fuzz-smoke clean integration
 
 all: build
 
@@ -113,6 +113,21 @@ bench-lvs:
 	integration/uml/run.sh -m 4096M -t 3600 -e "BENCH_WRAP=$${BENCH_WRAP:-}" -e "BENCH_SIZES=$(BENCH_SIZES)" -e "BENCH_WHO=$${BENCH_WHO:-}" \
 		-C integration/lvs -- ../../$(UML_BIN)/integration-lvs.test \
 		-test.run '^$$' -test.bench '$(BENCH_ONLY)' -test.benchtime 1x -test.timeout 3500s
+
+## bench-lab: the lab's benchmarks in the guest (integration/lab): a
+## director's directord SIGKILLed under traffic, and a real server added,
+## each in the VRRP pair and in the active-active lab in the same run
+## (docs/benchmarks.md). LAB_BENCH narrows it (a -test.bench pattern),
+## LAB_ROUNDS rounds each (default 1; every round builds a lab).
+LAB_BENCH ?= DirectorLoss|Remap
+bench-lab:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) frr"
+	@mkdir -p $(UML_BIN)
+	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -o $(UML_BIN)/directorctl ./cmd/directorctl
+	$(GO) test -c -o $(UML_BIN)/integration-lab.test ./integration/lab
+	integration/uml/run.sh -m $(UML_MEM) -t 3600 -C integration/lab -- ../../$(UML_BIN)/integration-lab.test \
+		-test.run '^$$' -test.bench '$(LAB_BENCH)' -test.benchtime $${LAB_ROUNDS:-1}x -test.timeout 3500s
 
 ## bench-checks: the health-check benchmark alone (bench-lvs's first part).
 bench-checks:

@@ -382,6 +382,10 @@ func (r *results) rows() []row {
 		add(x)
 	}
 
+	// The lab, in the guest: the active-active directors beside the
+	// VRRP pair with connection sync, in the same run.
+	out = append(out, r.labRows()...)
+
 	// Configuration.
 	x = r.pair("configuration: `-t` of 1,000 x 20 SSL_GET real servers, wall time", "ConfigCheck/directord", "s", "ConfigCheck/keepalived", "s", "`keepalived -t`", "s", 1)
 	add(x)
