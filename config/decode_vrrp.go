@@ -107,31 +107,10 @@ var instanceBlock = &block[Instance]{
 				}
 			}
 		},
-		"virtual_ipaddress": func(d *decoder, n *Node, in *Instance) {
-			d.want(n, 0, 0)
-			d.lines(n, func(c *Node) {
-				if v, ok := d.vip(c); ok {
-					in.VIPs = append(in.VIPs, v)
-				}
-			})
-		},
-		"virtual_ipaddress_excluded": func(d *decoder, n *Node, in *Instance) {
-			d.want(n, 0, 0)
-			d.lines(n, func(c *Node) {
-				if v, ok := d.vip(c); ok {
-					in.ExcludedVIPs = append(in.ExcludedVIPs, v)
-				}
-			})
-		},
-		"virtual_routes": func(d *decoder, n *Node, in *Instance) {
-			d.want(n, 0, 0)
-			d.lines(n, func(c *Node) {
-				if r, ok := d.route(c); ok {
-					in.Routes = append(in.Routes, r)
-				}
-			})
-		},
-		"mcast_src_ip": func(d *decoder, n *Node, in *Instance) { in.MCastSrcIP, _ = d.addr(n) },
+		"virtual_ipaddress":          entries((*decoder).vip, func(in *Instance) *[]VIP { return &in.VIPs }),
+		"virtual_ipaddress_excluded": entries((*decoder).vip, func(in *Instance) *[]VIP { return &in.ExcludedVIPs }),
+		"virtual_routes":             entries((*decoder).route, func(in *Instance) *[]Route { return &in.Routes }),
+		"mcast_src_ip":               func(d *decoder, n *Node, in *Instance) { in.MCastSrcIP, _ = d.addr(n) },
 		"unicast_src_ip": func(d *decoder, n *Node, in *Instance) {
 			in.UnicastSrcIP, _ = d.addr(n)
 			markSet(&in.set, n)
