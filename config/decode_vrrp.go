@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -164,45 +165,9 @@ var instanceBlock = &block[Instance]{
 			}
 			in.Notify.Deleted = d.script(n)
 		},
-		"garp_master_delay": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpDelay(n); ok {
-				in.Garp.MasterDelay = v
-			}
-		},
-		"garp_master_repeat": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpRepeat(n, 1); ok {
-				in.Garp.MasterRepeat = v
-			}
-		},
-		"garp_lower_prio_delay": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpDelay(n); ok {
-				in.Garp.LowerPrioDelay = v
-			}
-		},
-		"garp_lower_prio_repeat": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpRepeat(n, 0); ok {
-				in.Garp.LowerPrioRepeat = v
-			}
-		},
-		"garp_extra_if": func(d *decoder, n *Node, in *Instance) {
-			if v, all, ok := d.garpExtraIf(n, 0); ok {
-				in.Garp.ExtraIf, in.Garp.ExtraIfAll = v, all
-			}
-		},
-		"vmac_garp_intvl": func(d *decoder, n *Node, in *Instance) {
-			d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as garp_extra_if, as keepalived does")
-			if v, all, ok := d.garpExtraIf(n, 0); ok {
-				in.Garp.ExtraIf, in.Garp.ExtraIfAll = v, all
-			}
-		},
 		"garp_master_refresh": func(d *decoder, n *Node, in *Instance) {
 			if v, ok := d.garpDelay(n); ok {
 				in.Garp.MasterRefresh = v
-			}
-		},
-		"garp_master_refresh_repeat": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpRepeat(n, 1); ok {
-				in.Garp.MasterRefreshRepeat = v
 			}
 		},
 		"accept": func(d *decoder, n *Node, in *Instance) {
@@ -904,6 +869,57 @@ func parseVMAC(s string) (hw [6]byte, vrid bool, err string) {
 // use_vmac name.
 func ifNameValid(s string) bool {
 	return s != "" && len(s) < 16 && s != "." && s != ".." && !strings.ContainsAny(s, "/: \t\n\v\f\r")
+}
+
+func init() {
+	maps.Copy(instanceBlock.keys, garpKeys("", 0, func(in *Instance) *GarpSettings { return &in.Garp }, nil))
+}
+
+// garpKeys are the keywords of the gratuitous ARP settings global_defs
+// (prefix "vrrp_": every instance's defaults) and vrrp_instance share, on
+// the GarpSettings garp gives. extraLo is garp_extra_if's least value (1
+// in global_defs, 0 in an instance, as keepalived); mark, when not nil,
+// records a delay or repeat as given.
+func garpKeys[T any](prefix string, extraLo int64, garp func(*T) *GarpSettings, mark func(*T, *Node)) map[string]func(*decoder, *Node, *T) {
+	delay := func(field func(*GarpSettings) *time.Duration) func(*decoder, *Node, *T) {
+		return func(d *decoder, n *Node, t *T) {
+			if v, ok := d.garpDelay(n); ok {
+				*field(garp(t)) = v
+				if mark != nil {
+					mark(t, n)
+				}
+			}
+		}
+	}
+	repeat := func(lo int64, marks bool, field func(*GarpSettings) *int) func(*decoder, *Node, *T) {
+		return func(d *decoder, n *Node, t *T) {
+			if v, ok := d.garpRepeat(n, lo); ok {
+				*field(garp(t)) = v
+				if marks && mark != nil {
+					mark(t, n)
+				}
+			}
+		}
+	}
+	extraIf := func(d *decoder, n *Node, t *T) {
+		if v, all, ok := d.garpExtraIf(n, extraLo); ok {
+			g := garp(t)
+			g.ExtraIf, g.ExtraIfAll = v, all
+		}
+	}
+	return map[string]func(*decoder, *Node, *T){
+		prefix + "garp_master_delay":      delay(func(g *GarpSettings) *time.Duration { return &g.MasterDelay }),
+		prefix + "garp_master_repeat":     repeat(1, true, func(g *GarpSettings) *int { return &g.MasterRepeat }),
+		prefix + "garp_lower_prio_delay":  delay(func(g *GarpSettings) *time.Duration { return &g.LowerPrioDelay }),
+		prefix + "garp_lower_prio_repeat": repeat(0, true, func(g *GarpSettings) *int { return &g.LowerPrioRepeat }),
+		prefix + "garp_master_refresh_repeat": repeat(1, false,
+			func(g *GarpSettings) *int { return &g.MasterRefreshRepeat }),
+		prefix + "garp_extra_if": extraIf,
+		prefix + "vmac_garp_intvl": func(d *decoder, n *Node, t *T) {
+			d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as %sgarp_extra_if, as keepalived does", prefix)
+			extraIf(d, n, t)
+		},
+	}
 }
 
 // garpExtraIf reads "garp_extra_if [all] SECONDS" (the words in any
