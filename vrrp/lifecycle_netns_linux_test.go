@@ -63,12 +63,18 @@ func TestStartupDelayKeyword(t *testing.T) {
 	nstest.WaitFor(t, 300*time.Millisecond, "master at once without the delay", func() bool { return nb.state(t) == Master })
 }
 
-// promoteSecondaries reads dda's promote_secondaries in ns.
+// promoteSecondaries reads dev's promote_secondaries in ns.
 func promoteSecondaries(t *testing.T, ns *nstest.NS, dev string) string {
+	t.Helper()
+	return confSysctl(t, ns, dev, "promote_secondaries")
+}
+
+// confSysctl reads dev's IPv4 sysctl name (net.ipv4.conf.DEV.NAME) in ns.
+func confSysctl(t *testing.T, ns *nstest.NS, dev, name string) string {
 	t.Helper()
 	var b []byte
 	var err error
-	ns.Do(t, func() { b, err = os.ReadFile("/proc/sys/net/ipv4/conf/" + dev + "/promote_secondaries") })
+	ns.Do(t, func() { b, err = os.ReadFile("/proc/sys/net/ipv4/conf/" + dev + "/" + name) })
 	if err != nil {
 		t.Fatal(err)
 	}
