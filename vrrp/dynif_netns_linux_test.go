@@ -55,9 +55,7 @@ func TestDynamicInterfaceCreatedLater(t *testing.T) {
 // update_added_interface (with or without dynamic_interfaces).
 func TestInterfaceMadeAgain(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-again-a")
-	b := nstest.New(t, "dd-again-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-again")
 	na := startNode(t, a, nstest.Instance("dda", 200, 3, "1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 15*time.Second, "master", func() bool {
 		return na.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
@@ -126,9 +124,7 @@ func TestVMACMadeAgain(t *testing.T) {
 // keyed on the interface, once per interface made again).
 func TestVMACMadeAgainTwoInstances(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-vm2-a")
-	b := nstest.New(t, "dd-vm2-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-vm2")
 	i51 := nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", "use_vmac")
 	i52 := strings.NewReplacer("VI_1", "VI_2", "virtual_router_id 51", "virtual_router_id 52",
 		"192.0.2.100", "192.0.2.101").Replace(i51)

@@ -87,9 +87,7 @@ func expectLines(t *testing.T, ch <-chan string, n int, d time.Duration) []strin
 // and STOP at the end; a FIFO nobody reads holds nothing up.
 func TestNotifyFIFOLines(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-fifo-a")
-	b := nstest.New(t, "dd-fifo-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-fifo")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "vrrp.fifo")
 	unread := filepath.Join(dir, "unread.fifo")
