@@ -2,9 +2,7 @@ package vrrp
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,28 +14,6 @@ import (
 	"github.com/directord/directord/internal/nstest"
 	"github.com/directord/directord/internal/script"
 )
-
-// startNodeWith is startNode with a step between NewNode and Run.
-func startNodeWith(t *testing.T, ns *nstest.NS, conf string, before func(*Node, *config.Config)) *node {
-	t.Helper()
-	cfg, diags := config.Parse("/test.conf", conf, nil, config.Options{Hostname: ns.Name})
-	if diags.HasErrors() {
-		t.Fatalf("config: %s", diags.Errors())
-	}
-	var n *Node
-	var err error
-	log := slog.New(slog.NewTextHandler(testWriter{t, ns.Name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ns.Do(t, func() { n, err = NewNode(cfg, ns.NL, log) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	before(n, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	nd := &node{ns: ns, n: n, cancel: cancel, done: make(chan error, 1)}
-	go func() { nd.done <- n.Run(ctx) }()
-	t.Cleanup(nd.stop)
-	return nd
-}
 
 // fifoLines reads the lines of a FIFO, in a goroutine, into a channel.
 func fifoLines(t *testing.T, path string) <-chan string {

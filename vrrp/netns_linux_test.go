@@ -32,6 +32,13 @@ type node struct {
 
 func startNode(t *testing.T, ns *nstest.NS, conf string) *node {
 	t.Helper()
+	return startNodeWith(t, ns, conf, nil)
+}
+
+// startNodeWith is startNode with a step between NewNode and Run, if
+// before is not nil.
+func startNodeWith(t *testing.T, ns *nstest.NS, conf string, before func(*Node, *config.Config)) *node {
+	t.Helper()
 	cfg, diags := config.Parse("/test.conf", conf, nil, config.Options{Hostname: ns.Name})
 	if diags.HasErrors() {
 		t.Fatalf("config: %s", diags.Errors())
@@ -42,6 +49,9 @@ func startNode(t *testing.T, ns *nstest.NS, conf string) *node {
 	ns.Do(t, func() { n, err = NewNode(cfg, ns.NL, log) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if before != nil {
+		before(n, cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	nd := &node{ns: ns, n: n, cancel: cancel, done: make(chan error, 1)}
