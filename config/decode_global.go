@@ -191,11 +191,7 @@ var globalBlock = &block[Global]{
 				}
 			}
 		},
-		"vrrp_version": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.integer(n, 2, 3); ok {
-				g.VRRPVersion = int(v)
-			}
-		},
+		"vrrp_version": intKey(2, 3, func(g *Global) *int { return &g.VRRPVersion }),
 		"vrrp_mcast_group4": func(d *decoder, n *Node, g *Global) {
 			if a, ok := d.addr(n); ok {
 				if !a.Is4() || !a.IsMulticast() {
@@ -282,16 +278,8 @@ var globalBlock = &block[Global]{
 		"vrrp_strict":                  boolKey(func(g *Global) *bool { return &g.Strict }, globalSet),
 		"vrrp_lower_prio_no_advert":    boolKey(func(g *Global) *bool { return &g.LowerPrioNoAdvert }, globalSet),
 		"vrrp_higher_prio_send_advert": boolKey(func(g *Global) *bool { return &g.HigherPrioSendAdvert }, globalSet),
-		"vrrp_priority": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.integer(n, -20, 19); ok {
-				g.Nice = int(v)
-			}
-		},
-		"vrrp_rt_priority": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.integer(n, 1, 99); ok {
-				g.RTPriority = int(v)
-			}
-		},
+		"vrrp_priority":                intKey(-20, 19, func(g *Global) *int { return &g.Nice }),
+		"vrrp_rt_priority":             intKey(1, 99, func(g *Global) *int { return &g.RTPriority }),
 		"vrrp_startup_delay": func(d *decoder, n *Node, g *Global) {
 			g.StartupDelay, _ = d.timer(n, 0, 3600*time.Second)
 		},

@@ -48,16 +48,8 @@ var instanceBlock = &block[Instance]{
 				in.Interface = s
 			}
 		},
-		"virtual_router_id": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.integer(n, 1, 255); ok {
-				in.VRID = int(v)
-			}
-		},
-		"priority": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.integer(n, 1, 255); ok {
-				in.Priority = int(v)
-			}
-		},
+		"virtual_router_id": intKey(1, 255, func(in *Instance) *int { return &in.VRID }),
+		"priority":          intKey(1, 255, func(in *Instance) *int { return &in.Priority }),
 		"advert_int": func(d *decoder, n *Node, in *Instance) {
 			if v, ok := d.timer(n, 10*time.Millisecond, 255*time.Second); ok {
 				in.AdvertInt = v
@@ -297,16 +289,8 @@ var scriptBlock = &block[VRRPScript]{
 				}
 			}
 		},
-		"rise": func(d *decoder, n *Node, s *VRRPScript) {
-			if v, ok := d.integer(n, 1, 1<<31-1); ok {
-				s.Rise = int(v)
-			}
-		},
-		"fall": func(d *decoder, n *Node, s *VRRPScript) {
-			if v, ok := d.integer(n, 1, 1<<31-1); ok {
-				s.Fall = int(v)
-			}
-		},
+		"rise": intKey(1, 1<<31-1, func(s *VRRPScript) *int { return &s.Rise }),
+		"fall": intKey(1, 1<<31-1, func(s *VRRPScript) *int { return &s.Fall }),
 		"user": func(d *decoder, n *Node, s *VRRPScript) {
 			if d.noBlock(n) && d.want(n, 1, 2) {
 				if s.Script == nil {
@@ -873,6 +857,16 @@ func ifNameValid(s string) bool {
 
 func init() {
 	maps.Copy(instanceBlock.keys, garpKeys("", 0, func(in *Instance) *GarpSettings { return &in.Garp }, nil))
+}
+
+// intKey is the keyword of a whole number from lo to hi, set in the field
+// that field gives.
+func intKey[T any](lo, hi int64, field func(*T) *int) func(*decoder, *Node, *T) {
+	return func(d *decoder, n *Node, t *T) {
+		if v, ok := d.integer(n, lo, hi); ok {
+			*field(t) = int(v)
+		}
+	}
 }
 
 // garpKeys are the keywords of the gratuitous ARP settings global_defs
