@@ -772,21 +772,14 @@ func (in *instance) SendGARP(n int) {
 // announce sends the queued bursts until the queue is closed.
 func (in *instance) announce(done chan<- struct{}) {
 	defer close(done)
-	own := in.cfg.Interface // where the addresses of the instance's own go
-	if in.cfg.VMAC != nil {
-		own = in.cfg.VMAC.Name
-	}
 	for n := range in.garps {
 		if n == extraBurst {
 			if State(in.state.Load()) != Master {
 				continue
 			}
 			for dev, ann := range in.anns {
-				if dev == own && (in.cfg.VMAC == nil || !in.cfg.VMAC.XmitBase) {
+				if !extraBurstOn(in.cfg, dev, isAddrVMAC(in.cfg, dev)) {
 					continue
-				}
-				if !in.cfg.Garp.ExtraIfAll && !isAddrVMAC(in.cfg, dev) {
-					continue // without "all", the macvlans of use_vmac_addr only
 				}
 				if err := ann.Announce(in.annAddrs[dev][:1]); err != nil {
 					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)

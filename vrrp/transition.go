@@ -229,3 +229,20 @@ func (c *counters) carry(from *counters) {
 // carry resumes c from o, its predecessor of the same name: its state,
 // and a fresh run of results against it.
 func (c *Check) carry(o *Check) { c.good, c.run = o.good, 0 }
+
+// extraBurstOn reports whether garp_extra_if's periodic announcement of
+// a master goes out on dev, one of the devices of ci's addresses: not on
+// the instance's own (its macvlan with use_vmac) unless vmac_xmit_base
+// sends its adverts from the base interface; and without "all" only on
+// the macvlans of use_vmac_addr (addrVMAC: dev is one), as keepalived's
+// vrrp_send_vmac_update.
+func extraBurstOn(ci *config.Instance, dev string, addrVMAC bool) bool {
+	own := ci.Interface
+	if ci.VMAC != nil {
+		own = ci.VMAC.Name
+	}
+	if dev == own && (ci.VMAC == nil || !ci.VMAC.XmitBase) {
+		return false
+	}
+	return ci.Garp.ExtraIfAll || addrVMAC
+}

@@ -243,3 +243,37 @@ func TestCheckCarry(t *testing.T) {
 		t.Error("carried a bad script as good")
 	}
 }
+
+// TestExtraBurstOn checks where garp_extra_if announces (TestGarpExtraIf
+// sees it as root).
+func TestExtraBurstOn(t *testing.T) {
+	plain := planConf(t, inst("VI_1", "eth0", 51, 100, "")).Instances[0]
+	vmac := planConf(t, inst("VI_1", "eth0", 51, 100, "use_vmac vrrp.51")).Instances[0]
+	xmit := planConf(t, inst("VI_1", "eth0", 51, 100, "use_vmac vrrp.51\n vmac_xmit_base")).Instances[0]
+	tests := []struct {
+		name     string
+		ci       *config.Instance
+		all      bool
+		dev      string
+		addrVMAC bool
+		want     bool
+	}{
+		{"its own interface: never", plain, true, "eth0", false, false},
+		{"another interface with all", plain, true, "eth1", false, true},
+		{"another interface without all", plain, false, "eth1", false, false},
+		{"a use_vmac_addr macvlan without all", plain, false, "vrrp.52", true, true},
+		{"its own macvlan: never", vmac, true, "vrrp.51", false, false},
+		{"the macvlan's base interface with all", vmac, true, "eth0", false, true},
+		{"its own macvlan with vmac_xmit_base", xmit, true, "vrrp.51", false, true},
+		{"its own macvlan with vmac_xmit_base, without all", xmit, false, "vrrp.51", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ci := *tt.ci
+			ci.Garp.ExtraIfAll = tt.all
+			if got := extraBurstOn(&ci, tt.dev, tt.addrVMAC); got != tt.want {
+				t.Errorf("extraBurstOn(%s) = %v, want %v", tt.dev, got, tt.want)
+			}
+		})
+	}
+}
