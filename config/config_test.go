@@ -33,6 +33,24 @@ func parseDiags(t *testing.T, text, want string) *Config {
 	return cfg
 }
 
+// parseKeywordDiags parses text as /k.conf, with the default options,
+// and checks that its diagnostics about keyword are want, one a line
+// (others may come too).
+func parseKeywordDiags(t *testing.T, text, keyword, want string) (*Config, Diagnostics) {
+	t.Helper()
+	cfg, diags := Parse("/k.conf", text, nil, Options{})
+	var got []string
+	for _, d := range diags {
+		if d.Keyword == keyword {
+			got = append(got, d.String())
+		}
+	}
+	if strings.Join(got, "\n") != want {
+		t.Errorf("diagnostics of %s:\n%s\nwant:\n%s\nall:\n%s", keyword, strings.Join(got, "\n"), want, diags)
+	}
+	return cfg, diags
+}
+
 // trackCase is a configuration, its diagnostics and what it leaves
 // tracked: instance VI_1's entries (want) and sync group G's (group),
 // NAME:WEIGHT with r when reversed.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"net"
 	"net/netip"
 	"strconv"
@@ -190,11 +191,7 @@ var globalBlock = &block[Global]{
 				}
 			}
 		},
-		"vrrp_version": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.integer(n, 2, 3); ok {
-				g.VRRPVersion = int(v)
-			}
-		},
+		"vrrp_version": intKey(2, 3, func(g *Global) *int { return &g.VRRPVersion }),
 		"vrrp_mcast_group4": func(d *decoder, n *Node, g *Global) {
 			if a, ok := d.addr(n); ok {
 				if !a.Is4() || !a.IsMulticast() {
@@ -213,37 +210,8 @@ var globalBlock = &block[Global]{
 				g.MCastGroup6 = a
 			}
 		},
-		"vrrp_garp_master_delay": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.garpDelay(n); ok {
-				g.Garp.MasterDelay = v
-				markSet(&g.set, n)
-			}
-		},
-		"vrrp_garp_master_repeat": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.garpRepeat(n, 1); ok {
-				g.Garp.MasterRepeat = v
-				markSet(&g.set, n)
-			}
-		},
-		"vrrp_garp_lower_prio_delay": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.garpDelay(n); ok {
-				g.Garp.LowerPrioDelay = v
-				markSet(&g.set, n)
-			}
-		},
-		"vrrp_garp_lower_prio_repeat": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.garpRepeat(n, 0); ok {
-				g.Garp.LowerPrioRepeat = v
-				markSet(&g.set, n)
-			}
-		},
 		"vrrp_garp_master_refresh": func(d *decoder, n *Node, g *Global) {
 			g.Garp.MasterRefresh, _ = d.garpDelay(n)
-		},
-		"vrrp_garp_master_refresh_repeat": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.garpRepeat(n, 1); ok {
-				g.Garp.MasterRefreshRepeat = v
-			}
 		},
 		// keepalived 2.2.7 ignores a bad value ("vrrp_garp_interval '0' is
 		// invalid"): RHEL 7's stock file has 0, which it then reads as the
@@ -289,17 +257,6 @@ var globalBlock = &block[Global]{
 		},
 		"vrrp_check_unicast_src":   boolKey(func(g *Global) *bool { return &g.CheckUnicastSrc }, globalSet),
 		"vrrp_skip_check_adv_addr": boolKey(func(g *Global) *bool { return &g.SkipCheckAdvAddr }, globalSet),
-		"vrrp_garp_extra_if": func(d *decoder, n *Node, g *Global) {
-			if v, all, ok := d.garpExtraIf(n, 1); ok {
-				g.Garp.ExtraIf, g.Garp.ExtraIfAll = v, all
-			}
-		},
-		"vrrp_vmac_garp_intvl": func(d *decoder, n *Node, g *Global) {
-			d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as vrrp_garp_extra_if, as keepalived does")
-			if v, all, ok := d.garpExtraIf(n, 1); ok {
-				g.Garp.ExtraIf, g.Garp.ExtraIfAll = v, all
-			}
-		},
 		"vmac_addr_prefix": func(d *decoder, n *Node, g *Global) {
 			if s, ok := d.str(n); ok {
 				if g.VMACAddrPrefix != "" {
@@ -321,16 +278,8 @@ var globalBlock = &block[Global]{
 		"vrrp_strict":                  boolKey(func(g *Global) *bool { return &g.Strict }, globalSet),
 		"vrrp_lower_prio_no_advert":    boolKey(func(g *Global) *bool { return &g.LowerPrioNoAdvert }, globalSet),
 		"vrrp_higher_prio_send_advert": boolKey(func(g *Global) *bool { return &g.HigherPrioSendAdvert }, globalSet),
-		"vrrp_priority": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.integer(n, -20, 19); ok {
-				g.Nice = int(v)
-			}
-		},
-		"vrrp_rt_priority": func(d *decoder, n *Node, g *Global) {
-			if v, ok := d.integer(n, 1, 99); ok {
-				g.RTPriority = int(v)
-			}
-		},
+		"vrrp_priority":                intKey(-20, 19, func(g *Global) *int { return &g.Nice }),
+		"vrrp_rt_priority":             intKey(1, 99, func(g *Global) *int { return &g.RTPriority }),
 		"vrrp_startup_delay": func(d *decoder, n *Node, g *Global) {
 			g.StartupDelay, _ = d.timer(n, 0, 3600*time.Second)
 		},
@@ -447,6 +396,8 @@ func globalUnsupported() map[string]string {
 func init() {
 	// lvs_flush_onstop is keepalived's deprecated spelling.
 	globalBlock.keys["lvs_flush_onstop"] = globalBlock.keys["lvs_flush_on_stop"]
+	maps.Copy(globalBlock.keys, garpKeys("vrrp_", 1, func(g *Global) *GarpSettings { return &g.Garp },
+		func(g *Global, n *Node) { markSet(&g.set, n) }))
 }
 
 // syncDaemon reads "lvs_sync_daemon IF [[inst] INSTANCE] [id N] [maxlen N]

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -47,16 +48,8 @@ var instanceBlock = &block[Instance]{
 				in.Interface = s
 			}
 		},
-		"virtual_router_id": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.integer(n, 1, 255); ok {
-				in.VRID = int(v)
-			}
-		},
-		"priority": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.integer(n, 1, 255); ok {
-				in.Priority = int(v)
-			}
-		},
+		"virtual_router_id": intKey(1, 255, func(in *Instance) *int { return &in.VRID }),
+		"priority":          intKey(1, 255, func(in *Instance) *int { return &in.Priority }),
 		"advert_int": func(d *decoder, n *Node, in *Instance) {
 			if v, ok := d.timer(n, 10*time.Millisecond, 255*time.Second); ok {
 				in.AdvertInt = v
@@ -107,31 +100,10 @@ var instanceBlock = &block[Instance]{
 				}
 			}
 		},
-		"virtual_ipaddress": func(d *decoder, n *Node, in *Instance) {
-			d.want(n, 0, 0)
-			d.lines(n, func(c *Node) {
-				if v, ok := d.vip(c); ok {
-					in.VIPs = append(in.VIPs, v)
-				}
-			})
-		},
-		"virtual_ipaddress_excluded": func(d *decoder, n *Node, in *Instance) {
-			d.want(n, 0, 0)
-			d.lines(n, func(c *Node) {
-				if v, ok := d.vip(c); ok {
-					in.ExcludedVIPs = append(in.ExcludedVIPs, v)
-				}
-			})
-		},
-		"virtual_routes": func(d *decoder, n *Node, in *Instance) {
-			d.want(n, 0, 0)
-			d.lines(n, func(c *Node) {
-				if r, ok := d.route(c); ok {
-					in.Routes = append(in.Routes, r)
-				}
-			})
-		},
-		"mcast_src_ip": func(d *decoder, n *Node, in *Instance) { in.MCastSrcIP, _ = d.addr(n) },
+		"virtual_ipaddress":          entries((*decoder).vip, func(in *Instance) *[]VIP { return &in.VIPs }),
+		"virtual_ipaddress_excluded": entries((*decoder).vip, func(in *Instance) *[]VIP { return &in.ExcludedVIPs }),
+		"virtual_routes":             entries((*decoder).route, func(in *Instance) *[]Route { return &in.Routes }),
+		"mcast_src_ip":               func(d *decoder, n *Node, in *Instance) { in.MCastSrcIP, _ = d.addr(n) },
 		"unicast_src_ip": func(d *decoder, n *Node, in *Instance) {
 			in.UnicastSrcIP, _ = d.addr(n)
 			markSet(&in.set, n)
@@ -185,45 +157,9 @@ var instanceBlock = &block[Instance]{
 			}
 			in.Notify.Deleted = d.script(n)
 		},
-		"garp_master_delay": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpDelay(n); ok {
-				in.Garp.MasterDelay = v
-			}
-		},
-		"garp_master_repeat": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpRepeat(n, 1); ok {
-				in.Garp.MasterRepeat = v
-			}
-		},
-		"garp_lower_prio_delay": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpDelay(n); ok {
-				in.Garp.LowerPrioDelay = v
-			}
-		},
-		"garp_lower_prio_repeat": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpRepeat(n, 0); ok {
-				in.Garp.LowerPrioRepeat = v
-			}
-		},
-		"garp_extra_if": func(d *decoder, n *Node, in *Instance) {
-			if v, all, ok := d.garpExtraIf(n, 0); ok {
-				in.Garp.ExtraIf, in.Garp.ExtraIfAll = v, all
-			}
-		},
-		"vmac_garp_intvl": func(d *decoder, n *Node, in *Instance) {
-			d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as garp_extra_if, as keepalived does")
-			if v, all, ok := d.garpExtraIf(n, 0); ok {
-				in.Garp.ExtraIf, in.Garp.ExtraIfAll = v, all
-			}
-		},
 		"garp_master_refresh": func(d *decoder, n *Node, in *Instance) {
 			if v, ok := d.garpDelay(n); ok {
 				in.Garp.MasterRefresh = v
-			}
-		},
-		"garp_master_refresh_repeat": func(d *decoder, n *Node, in *Instance) {
-			if v, ok := d.garpRepeat(n, 1); ok {
-				in.Garp.MasterRefreshRepeat = v
 			}
 		},
 		"accept": func(d *decoder, n *Node, in *Instance) {
@@ -353,16 +289,8 @@ var scriptBlock = &block[VRRPScript]{
 				}
 			}
 		},
-		"rise": func(d *decoder, n *Node, s *VRRPScript) {
-			if v, ok := d.integer(n, 1, 1<<31-1); ok {
-				s.Rise = int(v)
-			}
-		},
-		"fall": func(d *decoder, n *Node, s *VRRPScript) {
-			if v, ok := d.integer(n, 1, 1<<31-1); ok {
-				s.Fall = int(v)
-			}
-		},
+		"rise": intKey(1, 1<<31-1, func(s *VRRPScript) *int { return &s.Rise }),
+		"fall": intKey(1, 1<<31-1, func(s *VRRPScript) *int { return &s.Fall }),
 		"user": func(d *decoder, n *Node, s *VRRPScript) {
 			if d.noBlock(n) && d.want(n, 1, 2) {
 				if s.Script == nil {
@@ -925,6 +853,67 @@ func parseVMAC(s string) (hw [6]byte, vrid bool, err string) {
 // use_vmac name.
 func ifNameValid(s string) bool {
 	return s != "" && len(s) < 16 && s != "." && s != ".." && !strings.ContainsAny(s, "/: \t\n\v\f\r")
+}
+
+func init() {
+	maps.Copy(instanceBlock.keys, garpKeys("", 0, func(in *Instance) *GarpSettings { return &in.Garp }, nil))
+}
+
+// intKey is the keyword of a whole number from lo to hi, set in the field
+// that field gives.
+func intKey[T any](lo, hi int64, field func(*T) *int) func(*decoder, *Node, *T) {
+	return func(d *decoder, n *Node, t *T) {
+		if v, ok := d.integer(n, lo, hi); ok {
+			*field(t) = int(v)
+		}
+	}
+}
+
+// garpKeys are the keywords of the gratuitous ARP settings global_defs
+// (prefix "vrrp_": every instance's defaults) and vrrp_instance share, on
+// the GarpSettings garp gives. extraLo is garp_extra_if's least value (1
+// in global_defs, 0 in an instance, as keepalived); mark, when not nil,
+// records a delay or repeat as given.
+func garpKeys[T any](prefix string, extraLo int64, garp func(*T) *GarpSettings, mark func(*T, *Node)) map[string]func(*decoder, *Node, *T) {
+	delay := func(field func(*GarpSettings) *time.Duration) func(*decoder, *Node, *T) {
+		return func(d *decoder, n *Node, t *T) {
+			if v, ok := d.garpDelay(n); ok {
+				*field(garp(t)) = v
+				if mark != nil {
+					mark(t, n)
+				}
+			}
+		}
+	}
+	repeat := func(lo int64, marks bool, field func(*GarpSettings) *int) func(*decoder, *Node, *T) {
+		return func(d *decoder, n *Node, t *T) {
+			if v, ok := d.garpRepeat(n, lo); ok {
+				*field(garp(t)) = v
+				if marks && mark != nil {
+					mark(t, n)
+				}
+			}
+		}
+	}
+	extraIf := func(d *decoder, n *Node, t *T) {
+		if v, all, ok := d.garpExtraIf(n, extraLo); ok {
+			g := garp(t)
+			g.ExtraIf, g.ExtraIfAll = v, all
+		}
+	}
+	return map[string]func(*decoder, *Node, *T){
+		prefix + "garp_master_delay":      delay(func(g *GarpSettings) *time.Duration { return &g.MasterDelay }),
+		prefix + "garp_master_repeat":     repeat(1, true, func(g *GarpSettings) *int { return &g.MasterRepeat }),
+		prefix + "garp_lower_prio_delay":  delay(func(g *GarpSettings) *time.Duration { return &g.LowerPrioDelay }),
+		prefix + "garp_lower_prio_repeat": repeat(0, true, func(g *GarpSettings) *int { return &g.LowerPrioRepeat }),
+		prefix + "garp_master_refresh_repeat": repeat(1, false,
+			func(g *GarpSettings) *int { return &g.MasterRefreshRepeat }),
+		prefix + "garp_extra_if": extraIf,
+		prefix + "vmac_garp_intvl": func(d *decoder, n *Node, t *T) {
+			d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as %sgarp_extra_if, as keepalived does", prefix)
+			extraIf(d, n, t)
+		},
+	}
 }
 
 // garpExtraIf reads "garp_extra_if [all] SECONDS" (the words in any

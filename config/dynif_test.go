@@ -23,16 +23,7 @@ func TestDynamicInterfaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", "global_defs {\n"+tt.line+"\n}\n"+vi(""), nil, Options{})
-			var got []string
-			for _, d := range diags {
-				if d.Keyword == "dynamic_interfaces" {
-					got = append(got, d.String())
-				}
-			}
-			if strings.Join(got, "\n") != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), tt.diags)
-			}
+			cfg, _ := parseKeywordDiags(t, "global_defs {\n"+tt.line+"\n}\n"+vi(""), "dynamic_interfaces", tt.diags)
 			if g := cfg.Global; g.DynamicInterfaces != tt.dynamic || g.AllowIfChanges != tt.allow {
 				t.Errorf("dynamic %v allow %v; want %v %v", g.DynamicInterfaces, g.AllowIfChanges, tt.dynamic, tt.allow)
 			}
@@ -54,16 +45,7 @@ func TestDisableLocalIGMP(t *testing.T) {
 			`/k.conf:2: warning: disable_local_igmp: takes no argument: "off" ignored, the keyword on, as keepalived does`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", "global_defs {\n"+tt.line+"\n}\n"+vi(""), nil, Options{})
-			var got []string
-			for _, d := range diags {
-				if d.Keyword == "disable_local_igmp" {
-					got = append(got, d.String())
-				}
-			}
-			if strings.Join(got, "\n") != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), tt.diags)
-			}
+			cfg, _ := parseKeywordDiags(t, "global_defs {\n"+tt.line+"\n}\n"+vi(""), "disable_local_igmp", tt.diags)
 			if cfg.Global.DisableLocalIGMP != tt.on {
 				t.Errorf("DisableLocalIGMP %v, want %v", cfg.Global.DisableLocalIGMP, tt.on)
 			}
@@ -117,7 +99,7 @@ func TestAddrVMACs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
+			cfg, diags := parseKeywordDiags(t, tt.conf, "use_vmac", tt.diags)
 			if diags.HasErrors() {
 				t.Fatal(diags.Errors())
 			}
@@ -135,15 +117,6 @@ func TestAddrVMACs(t *testing.T) {
 			}
 			if strings.Join(vm, "; ") != tt.vmacs {
 				t.Errorf("macvlans: %s, want %s", strings.Join(vm, "; "), tt.vmacs)
-			}
-			var ds []string
-			for _, d := range diags {
-				if d.Keyword == "use_vmac" {
-					ds = append(ds, d.String())
-				}
-			}
-			if strings.Join(ds, "\n") != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(ds, "\n"), tt.diags)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -22,16 +21,7 @@ func TestStrictV2Accept(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("/k.conf", tt.conf, nil, Options{})
-			var got []string
-			for _, d := range diags {
-				if d.Keyword == "accept" {
-					got = append(got, d.String())
-				}
-			}
-			if strings.Join(got, "\n") != tt.diags {
-				t.Errorf("diagnostics:\n%s\nwant:\n%s\nall:\n%s", strings.Join(got, "\n"), tt.diags, diags)
-			}
+			cfg, _ := parseKeywordDiags(t, tt.conf, "accept", tt.diags)
 			if in := cfg.Instances[0]; in.Accept != tt.accept || in.DropsVIPs() == tt.accept {
 				t.Errorf("accept %v, drops %v; want accept %v", in.Accept, in.DropsVIPs(), tt.accept)
 			}

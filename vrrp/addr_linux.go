@@ -25,11 +25,6 @@ type Addrs struct {
 	added *installed[addrKey, *netlink.Addr]
 }
 
-type addrKey struct {
-	link   string
-	prefix netip.Prefix
-}
-
 // NewAddrs returns an Addrs working through h.
 func NewAddrs(h *netlink.Handle) *Addrs {
 	return &Addrs{h: h, added: newInstalled[addrKey, *netlink.Addr]()}

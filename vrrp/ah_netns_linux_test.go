@@ -86,9 +86,7 @@ func TestAHKeepalivedInterop(t *testing.T) {
 // becomes master itself; keepalived refuses directord's adverts likewise.
 func TestAHWrongKey(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-ahk-a")
-	b := nstest.New(t, "dd-ahk-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-ahk")
 	ka := nstest.Keepalived(t, b, nstest.Instance("ddb", 150, 2, "1", "192.0.2.100/24", ahAuth))
 	nstest.WaitFor(t, 6*time.Second, "keepalived master", func() bool { return b.HasAddr(t, "ddb", "192.0.2.100") })
 	nd := startNode(t, a, nstest.Instance("dda", 100, 2, "1", "192.0.2.100/24",
@@ -165,9 +163,7 @@ func waitCount(t *testing.T, nd *node, what string, want uint64) {
 // auth; a higher number is taken; AH carrying another protocol is ignored.
 func TestAHReplayAndKey(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-ahr-a")
-	b := nstest.New(t, "dd-ahr-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-ahr")
 	nd := startNode(t, a, nstest.Instance("dda", 100, 2, "1", "192.0.2.100/24", ahAuth))
 	nstest.WaitFor(t, 2*time.Second, "backup", func() bool { return nd.state(t) == Backup })
 	s := sender{t, b, "ddb"}
@@ -205,9 +201,7 @@ func TestAHReplayAndKey(t *testing.T) {
 // the VIP back; no advert is refused as a replay on either side.
 func TestAHRestartBesideKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-ahs-a")
-	b := nstest.New(t, "dd-ahs-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-ahs")
 	vip, limit := "192.0.2.100", 8*time.Second
 	conf := nstest.Instance("dda", 150, 2, "1", vip+"/24", ahAuth)
 	nd := startNode(t, a, conf)

@@ -86,9 +86,7 @@ func TestAdvertAddressesChecked(t *testing.T) {
 // advert to the group is taken.
 func TestUnicastToMulticastInstance(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-ucm-a")
-	b := nstest.New(t, "dd-ucm-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-ucm")
 	nd := startNode(t, a, nstest.Instance("dda", 100, 2, "1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 2*time.Second, "backup", func() bool { return nd.state(t) == Backup })
 	src, own := netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("192.0.2.1")
@@ -198,9 +196,7 @@ func TestUnicastTTL(t *testing.T) {
 // track_src_ip), instead of sending adverts no peer can answer.
 func TestUnicastSrcAbsent(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-src-a")
-	b := nstest.New(t, "dd-src-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, _ := peers(t, "dd-src")
 	nd := startNode(t, a, nstest.Instance("dda", 150, 2, "1", "192.0.2.100/24",
 		"unicast_src_ip 192.0.2.9\nunicast_peer {\n 192.0.2.2\n }"))
 	inFault := func() bool { st := nd.status(t); return st.State == Fault && st.Sent == 0 }

@@ -13,8 +13,11 @@
 // tracks and the priority that gives (priority.go, track.go), sync groups
 // (syncgroup.go), the set of kernel entries directord claims and a reload
 // hands over (installed.go), the Node's notify and hand-over decisions
-// (node.go) and reload plans (reload.go). node_linux.go opens the sockets
-// and wires them to these.
+// (node.go), reload plans (reload.go), what a transition does in which
+// order and what a reload hands from an instance to its successor
+// (transition.go), and the sysctls the Node sets and hands over
+// (sysctl.go). node_linux.go opens the sockets, wires them to these and
+// carries out their plans.
 //
 // # Packets
 //

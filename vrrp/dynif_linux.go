@@ -557,7 +557,7 @@ func (n *Node) repromote(name string) {
 	if !slices.Contains(n.promoteDevs, name) {
 		return
 	}
-	path := "/proc/sys/net/ipv4/conf/" + name + "/promote_secondaries"
+	path := promotePath(name)
 	var v string
 	var err error
 	n.inNS(func() { v, err = readSysctl(path) })

@@ -3,7 +3,6 @@ package vrrp
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -60,20 +59,12 @@ func TestDynamicInterfaceCreatedLater(t *testing.T) {
 // update_added_interface (with or without dynamic_interfaces).
 func TestInterfaceMadeAgain(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-again-a")
-	b := nstest.New(t, "dd-again-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-again")
 	na := startNode(t, a, nstest.Instance("dda", 200, 3, "1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 15*time.Second, "master", func() bool {
 		return na.state(t) == Master && a.HasAddr(t, "dda", "192.0.2.100")
 	})
-	l, err := a.NL.LinkByName("dda")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.NL.LinkDel(l); err != nil {
-		t.Fatal(err)
-	}
+	delLink(t, a, "dda")
 	nstest.WaitFor(t, 5*time.Second, "FAULT without its interface", func() bool { return na.state(t) == Fault })
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	adverts := nstest.WatchVRRP(t, b, "ddb")
@@ -118,34 +109,15 @@ func TestVMACMadeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	master("master again on the macvlan made again")
-	l, err := a.NL.LinkByName("dda")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.NL.LinkDel(l); err != nil {
-		t.Fatal(err)
-	}
+	delLink(t, a, "dda")
 	nstest.WaitFor(t, 5*time.Second, "FAULT without its interface", func() bool { return na.state(t) == Fault })
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	master("master again on the interface made again")
 	// The new interface answers no ARP for the macvlan's addresses, and
 	// has its own values back after the stop.
-	sysctl := func(name string) string {
-		var v []byte
-		var err error
-		a.Do(t, func() { v, err = os.ReadFile("/proc/sys/net/ipv4/conf/dda/" + name) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(string(v))
-	}
-	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "1" || af != "1" {
-		t.Errorf("the interface made again: arp_ignore %s arp_filter %s, want 1 1", ai, af)
-	}
+	wantARPSysctls(t, a, "dda", "1", "the interface made again")
 	na.stop()
-	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "0" || af != "0" {
-		t.Errorf("after the stop: arp_ignore %s arp_filter %s, want 0 0 back", ai, af)
-	}
+	wantARPSysctls(t, a, "dda", "0", "after the stop (its own values back)")
 }
 
 // TestVMACMadeAgainTwoInstances: two use_vmac instances (VRIDs 51 and
@@ -156,9 +128,7 @@ func TestVMACMadeAgain(t *testing.T) {
 // keyed on the interface, once per interface made again).
 func TestVMACMadeAgainTwoInstances(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-vm2-a")
-	b := nstest.New(t, "dd-vm2-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-vm2")
 	i51 := nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", "use_vmac")
 	i52 := strings.NewReplacer("VI_1", "VI_2", "virtual_router_id 51", "virtual_router_id 52",
 		"192.0.2.100", "192.0.2.101").Replace(i51)
@@ -178,31 +148,34 @@ func TestVMACMadeAgainTwoInstances(t *testing.T) {
 		})
 	}
 	masters("both masters on their macvlans")
-	l, err := a.NL.LinkByName("dda")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.NL.LinkDel(l); err != nil {
-		t.Fatal(err)
-	}
+	delLink(t, a, "dda")
 	nstest.WaitFor(t, 5*time.Second, "FAULT without their interface", func() bool { return all(Fault) })
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	masters("both masters again on the interface made again")
-	sysctl := func(name string) string {
-		var v []byte
-		var err error
-		a.Do(t, func() { v, err = os.ReadFile("/proc/sys/net/ipv4/conf/dda/" + name) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(string(v))
-	}
-	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "1" || af != "1" {
-		t.Errorf("the interface made again: arp_ignore %s arp_filter %s, want 1 1", ai, af)
-	}
+	wantARPSysctls(t, a, "dda", "1", "the interface made again")
 	na.stop()
-	if ai, af := sysctl("arp_ignore"), sysctl("arp_filter"); ai != "0" || af != "0" {
-		t.Errorf("after the stop: arp_ignore %s arp_filter %s, want 0 0 back", ai, af)
+	wantARPSysctls(t, a, "dda", "0", "after the stop (its own values back)")
+}
+
+// delLink deletes the link name in ns.
+func delLink(t *testing.T, ns *nstest.NS, name string) {
+	t.Helper()
+	l, err := ns.NL.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantARPSysctls checks that dev's arp_ignore and arp_filter in ns are
+// both want (1 while a use_vmac macvlan is on it, as keepalived sets
+// them).
+func wantARPSysctls(t *testing.T, ns *nstest.NS, dev, want, when string) {
+	t.Helper()
+	if ai, af := confSysctl(t, ns, dev, "arp_ignore"), confSysctl(t, ns, dev, "arp_filter"); ai != want || af != want {
+		t.Errorf("%s: %s arp_ignore %s arp_filter %s, want %s %s", when, dev, ai, af, want, want)
 	}
 }
 

@@ -231,9 +231,7 @@ func TestNARouterFlag(t *testing.T) {
 // queue nothing, however much the segment sends.
 func TestAnnounceOnVIPOnlyDevice(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-vo-a")
-	b := nstest.New(t, "dd-vo-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-vo")
 	nstest.Link(t, a, b, "inner", "inner-peer", "", "198.51.100.2/24 2001:db8:1::2/64")
 	arps := nstest.WatchARP(t, b, "inner-peer")
 	nas := nstest.WatchNA(t, b, "inner-peer")

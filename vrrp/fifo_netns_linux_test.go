@@ -2,9 +2,7 @@ package vrrp
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,28 +14,6 @@ import (
 	"github.com/directord/directord/internal/nstest"
 	"github.com/directord/directord/internal/script"
 )
-
-// startNodeWith is startNode with a step between NewNode and Run.
-func startNodeWith(t *testing.T, ns *nstest.NS, conf string, before func(*Node, *config.Config)) *node {
-	t.Helper()
-	cfg, diags := config.Parse("/test.conf", conf, nil, config.Options{Hostname: ns.Name})
-	if diags.HasErrors() {
-		t.Fatalf("config: %s", diags.Errors())
-	}
-	var n *Node
-	var err error
-	log := slog.New(slog.NewTextHandler(testWriter{t, ns.Name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	ns.Do(t, func() { n, err = NewNode(cfg, ns.NL, log) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	before(n, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	nd := &node{ns: ns, n: n, cancel: cancel, done: make(chan error, 1)}
-	go func() { nd.done <- n.Run(ctx) }()
-	t.Cleanup(nd.stop)
-	return nd
-}
 
 // fifoLines reads the lines of a FIFO, in a goroutine, into a channel.
 func fifoLines(t *testing.T, path string) <-chan string {
@@ -87,9 +63,7 @@ func expectLines(t *testing.T, ch <-chan string, n int, d time.Duration) []strin
 // and STOP at the end; a FIFO nobody reads holds nothing up.
 func TestNotifyFIFOLines(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-fifo-a")
-	b := nstest.New(t, "dd-fifo-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-fifo")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "vrrp.fifo")
 	unread := filepath.Join(dir, "unread.fifo")

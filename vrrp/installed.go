@@ -2,6 +2,7 @@ package vrrp
 
 import (
 	"errors"
+	"net/netip"
 	"sync"
 )
 
@@ -19,6 +20,13 @@ import (
 type installed[K comparable, E any] struct {
 	mu    sync.Mutex
 	added map[K]E
+}
+
+// addrKey is an address's key in an installed set: the same prefix on
+// two links is two addresses.
+type addrKey struct {
+	link   string
+	prefix netip.Prefix
 }
 
 func newInstalled[K comparable, E any]() *installed[K, E] {

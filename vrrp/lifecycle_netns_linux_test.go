@@ -19,9 +19,7 @@ import (
 // without peers falls back to multicast and becomes master.
 func TestUnicastFaultNoPeer(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-unp-a")
-	b := nstest.New(t, "dd-unp-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, _ := peers(t, "dd-unp")
 	conf := func(extra string) string {
 		return nstest.Instance("dda", 100, 3, "0.1", "192.0.2.100/24", extra) +
 			strings.ReplaceAll(strings.ReplaceAll(nstest.Instance("dda", 100, 3, "0.1", "192.0.2.101/24", "unicast_fault_no_peer\n unicast_src_ip 192.0.2.1\n unicast_peer {\n 192.0.2.1\n }"), "VI_1", "VI_3"), "51", "53")
@@ -46,9 +44,7 @@ func TestUnicastFaultNoPeer(t *testing.T) {
 // as in keepalived; without the delay it is master at once.
 func TestStartupDelayKeyword(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-sd-a")
-	b := nstest.New(t, "dd-sd-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, _ := peers(t, "dd-sd")
 	start := time.Now()
 	na := startNode(t, a, "global_defs {\n vrrp_startup_delay 1\n}\n"+nstest.Instance("dda", 255, 3, "0.1", "192.0.2.100/24", ""))
 	nstest.HoldFor(t, 500*time.Millisecond, "backup during the delay", func() bool {
@@ -63,12 +59,18 @@ func TestStartupDelayKeyword(t *testing.T) {
 	nstest.WaitFor(t, 300*time.Millisecond, "master at once without the delay", func() bool { return nb.state(t) == Master })
 }
 
-// promoteSecondaries reads dda's promote_secondaries in ns.
+// promoteSecondaries reads dev's promote_secondaries in ns.
 func promoteSecondaries(t *testing.T, ns *nstest.NS, dev string) string {
+	t.Helper()
+	return confSysctl(t, ns, dev, "promote_secondaries")
+}
+
+// confSysctl reads dev's IPv4 sysctl name (net.ipv4.conf.DEV.NAME) in ns.
+func confSysctl(t *testing.T, ns *nstest.NS, dev, name string) string {
 	t.Helper()
 	var b []byte
 	var err error
-	ns.Do(t, func() { b, err = os.ReadFile("/proc/sys/net/ipv4/conf/" + dev + "/promote_secondaries") })
+	ns.Do(t, func() { b, err = os.ReadFile("/proc/sys/net/ipv4/conf/" + dev + "/" + name) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +128,7 @@ func TestPromoteSecondaries(t *testing.T) {
 // owner's default) is master at once.
 func TestStateKeyword(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-st-a")
-	b := nstest.New(t, "dd-st-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, _ := peers(t, "dd-st")
 	// Master_Down_Interval at 1 s and priority 255: 3.004 s.
 	na := startNode(t, a, nstest.Instance("dda", 255, 3, "1", "192.0.2.100/24", "state BACKUP"))
 	nstest.HoldFor(t, 2*time.Second, "state BACKUP: backup for Master_Down_Interval", func() bool { return na.state(t) == Backup })

@@ -32,6 +32,13 @@ type node struct {
 
 func startNode(t *testing.T, ns *nstest.NS, conf string) *node {
 	t.Helper()
+	return startNodeWith(t, ns, conf, nil)
+}
+
+// startNodeWith is startNode with a step between NewNode and Run, if
+// before is not nil.
+func startNodeWith(t *testing.T, ns *nstest.NS, conf string, before func(*Node, *config.Config)) *node {
+	t.Helper()
 	cfg, diags := config.Parse("/test.conf", conf, nil, config.Options{Hostname: ns.Name})
 	if diags.HasErrors() {
 		t.Fatalf("config: %s", diags.Errors())
@@ -42,6 +49,9 @@ func startNode(t *testing.T, ns *nstest.NS, conf string) *node {
 	ns.Do(t, func() { n, err = NewNode(cfg, ns.NL, log) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if before != nil {
+		before(n, cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	nd := &node{ns: ns, n: n, cancel: cancel, done: make(chan error, 1)}
@@ -95,9 +105,7 @@ func TestNamespaceElectionAndHandOver(t *testing.T) {
 	skew := 156 * adv / 256 // the backup's, priority 100
 	mdi := 3*adv + skew
 	const timer = 2 * time.Millisecond // a timer's granularity
-	a := nstest.New(t, "dd-vrrp-a")
-	b := nstest.New(t, "dd-vrrp-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-vrrp")
 	arps := nstest.WatchARP(t, a, "dda") // b's announcements
 	adverts := nstest.WatchVRRP(t, b, "ddb")
 	zeros := nstest.WatchVRRPZero(t, b, "ddb")
@@ -216,9 +224,7 @@ func TestKeepalivedInterop(t *testing.T) {
 // and the master stays master.
 func TestMalformedAdvertsDropped(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-bad-a")
-	b := nstest.New(t, "dd-bad-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-bad")
 	extra := "authentication {\n auth_type PASS\n auth_pass s3cret\n }"
 	na := startNode(t, a, nstest.Instance("dda", 100, 2, "1", "192.0.2.100/24", extra))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master })
@@ -303,9 +309,7 @@ func TestMalformedAdvertsDropped(t *testing.T) {
 // keepalived's arguments, in order.
 func TestTrackingAndNotify(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-trk-a")
-	b := nstest.New(t, "dd-trk-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-trk")
 	dir := t.TempDir()
 	flag := filepath.Join(dir, "healthy")
 	notes := filepath.Join(dir, "notes")
@@ -338,23 +342,14 @@ func TestTrackingAndNotify(t *testing.T) {
 	})
 
 	// The master's own interface down: FAULT, and b takes over at once.
-	l, err := a.NL.LinkByName("dda")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.NL.LinkSetDown(l); err != nil {
-		t.Fatal(err)
-	}
+	setLink(t, a, "dda", false)
 	nstest.WaitFor(t, 2*time.Second, "a in fault", func() bool { return na.state(t) == Fault })
 	if a.HasAddr(t, "dda", "192.0.2.100") {
 		t.Error("a holds its VIP in fault")
 	}
 	na.stop()
-	got, _ := os.ReadFile(notes)
-	want := "INSTANCE VI_1 BACKUP 150\nINSTANCE VI_1 MASTER 150\nINSTANCE VI_1 BACKUP 90\nINSTANCE VI_1 MASTER 150\nINSTANCE VI_1 FAULT 150\nINSTANCE VI_1 STOP 150\n"
-	if string(got) != want {
-		t.Errorf("notify arguments:\n%s\nwant:\n%s", got, want)
-	}
+	wantFile(t, notes, "notify arguments",
+		"INSTANCE VI_1 BACKUP 150\nINSTANCE VI_1 MASTER 150\nINSTANCE VI_1 BACKUP 90\nINSTANCE VI_1 MASTER 150\nINSTANCE VI_1 FAULT 150\nINSTANCE VI_1 STOP 150\n")
 }
 
 // TestPartitionHealsToOneMaster: with the link cut, both peers become
@@ -364,9 +359,7 @@ func TestTrackingAndNotify(t *testing.T) {
 // The master announces on becoming master, again after garp_master_delay.
 func TestPartitionHealsToOneMaster(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-part-a")
-	b := nstest.New(t, "dd-part-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-part")
 	arps := nstest.WatchARP(t, b, "ddb")
 	fromB := nstest.WatchVRRP(t, a, "dda")
 	extra := "dont_track_primary\n    garp_master_delay 1\n    garp_master_repeat 3\n    garp_lower_prio_repeat 2\n    higher_prio_send_advert"
@@ -377,20 +370,12 @@ func TestPartitionHealsToOneMaster(t *testing.T) {
 	// 3 at once, 3 more a second later.
 	nstest.WaitFor(t, 10*time.Second, "two bursts of gratuitous ARPs", func() bool { return arps.Count("192.0.2.100", start) >= 6 })
 
-	l, err := b.NL.LinkByName("ddb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.NL.LinkSetDown(l); err != nil {
-		t.Fatal(err)
-	}
+	setLink(t, b, "ddb", false)
 	nstest.WaitFor(t, 2*time.Second, "both masters while partitioned", func() bool {
 		return na.state(t) == Master && nb.state(t) == Master
 	})
 	heal := time.Now()
-	if err := b.NL.LinkSetUp(l); err != nil {
-		t.Fatal(err)
-	}
+	setLink(t, b, "ddb", true)
 	// The link takes a moment to come up; then one advert of a's ends it.
 	// Not bounded in time: the failure is two masters for good, which the
 	// wait and the hold catch, and a busy host only delays the end.
@@ -417,9 +402,7 @@ func TestPartitionHealsToOneMaster(t *testing.T) {
 // goes to fault there, and the other director takes over both addresses.
 func TestSyncGroup(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-sync-a")
-	b := nstest.New(t, "dd-sync-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-sync")
 	flag := filepath.Join(t.TempDir(), "healthy")
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -487,20 +470,15 @@ vrrp_instance VI_2 {
 	os.WriteFile(flag, nil, 0o644)
 	nstest.WaitFor(t, 5*time.Second, "a takes both back", func() bool { return both(a, "dda") && !b.HasAddr(t, "ddb", "192.0.2.100") })
 	na.stop()
-	got, _ := os.ReadFile(notes)
-	want := "GROUP G BACKUP 0\nGROUP G MASTER 0\nGROUP G FAULT 0\nGROUP G BACKUP 0\nGROUP G MASTER 0\nGROUP G STOP 0\n"
-	if string(got) != want {
-		t.Errorf("group notify:\n%s\nwant:\n%s", got, want)
-	}
+	wantFile(t, notes, "group notify",
+		"GROUP G BACKUP 0\nGROUP G MASTER 0\nGROUP G FAULT 0\nGROUP G BACKUP 0\nGROUP G MASTER 0\nGROUP G STOP 0\n")
 }
 
 // TestVirtualRoutes: the master alone holds the instance's virtual_routes,
 // and they move with the addresses.
 func TestVirtualRoutes(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-rt-a")
-	b := nstest.New(t, "dd-rt-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-rt")
 	routes := "virtual_routes {\n        198.51.100.0/24 via 192.0.2.254\n        blackhole 203.0.113.0/24\n    }"
 	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", routes))
 	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", routes))
@@ -687,9 +665,7 @@ func TestManyInstances(t *testing.T) {
 // master sends on an interface.
 func TestGarpInterval(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-gi-a")
-	b := nstest.New(t, "dd-gi-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-gi")
 	arps := nstest.WatchARP(t, b, "ddb")
 	start := time.Now()
 	startNode(t, a, "global_defs {\n    vrrp_garp_interval 0.05\n}\n"+
@@ -707,9 +683,7 @@ func TestGarpInterval(t *testing.T) {
 // of RFC 9568 (v3_checksum_as_v2) is understood: the pair elects as usual.
 func TestChecksumAsV2(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-ck-a")
-	b := nstest.New(t, "dd-ck-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-ck")
 	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "v3_checksum_as_v2"))
 	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	converged := func() bool { return na.state(t) == Master && nb.state(t) == Backup }
@@ -725,20 +699,12 @@ func TestChecksumAsV2(t *testing.T) {
 // down lowers the master's priority by its weight, and the peer takes over.
 func TestTrackInterfaceWeight(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-ti-a")
-	b := nstest.New(t, "dd-ti-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-ti")
 	nstest.Link(t, a, b, "upl", "upl-peer", "198.51.100.1/24", "198.51.100.2/24")
 	na := startNode(t, a, nstest.Instance("dda", 150, 3, "0.1", "192.0.2.100/24", "track_interface {\n        upl weight -60\n    }"))
 	nb := startNode(t, b, nstest.Instance("ddb", 100, 3, "0.1", "192.0.2.100/24", ""))
 	nstest.WaitFor(t, 5*time.Second, "a master", func() bool { return na.state(t) == Master && nb.state(t) == Backup })
-	l, err := a.NL.LinkByName("upl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.NL.LinkSetDown(l); err != nil {
-		t.Fatal(err)
-	}
+	setLink(t, a, "upl", false)
 	nstest.WaitFor(t, 3*time.Second, "b takes over from a at 90", func() bool {
 		st, _ := na.n.Status(context.Background())
 		return nb.state(t) == Master && st[0].State == Backup && st[0].Priority == 90
@@ -749,9 +715,7 @@ func TestTrackInterfaceWeight(t *testing.T) {
 // instance's interface is announced on that device.
 func TestAnnounceOnOwnDevice(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-dev-a")
-	b := nstest.New(t, "dd-dev-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-dev")
 	nstest.Link(t, a, b, "inner", "inner-peer", "198.51.100.1/24", "198.51.100.2/24")
 	arps := nstest.WatchARP(t, b, "inner-peer")
 	start := time.Now()
@@ -761,4 +725,40 @@ func TestAnnounceOnOwnDevice(t *testing.T) {
 	nstest.WaitFor(t, 2*time.Second, "the inner address announced on inner", func() bool {
 		return arps.Count("198.51.100.50", start) > 0 && a.HasAddr(t, "inner", "198.51.100.50")
 	})
+}
+
+// setLink sets the link name in ns up or down.
+func setLink(t *testing.T, ns *nstest.NS, name string, up bool) {
+	t.Helper()
+	l, err := ns.NL.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := ns.NL.LinkSetDown
+	if up {
+		set = ns.NL.LinkSetUp
+	}
+	if err := set(l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// peers makes the namespaces NAME-a and NAME-b joined by a veth pair,
+// dda (192.0.2.1/24) in a and ddb (192.0.2.2/24) in b: most tests'
+// two routers.
+func peers(t *testing.T, name string) (a, b *nstest.NS) {
+	t.Helper()
+	a, b = nstest.New(t, name+"-a"), nstest.New(t, name+"-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	return a, b
+}
+
+// wantFile checks that the file at path (what a notify script wrote)
+// holds want.
+func wantFile(t *testing.T, path, what, want string) {
+	t.Helper()
+	got, _ := os.ReadFile(path)
+	if string(got) != want {
+		t.Errorf("%s:\n%s\nwant:\n%s", what, got, want)
+	}
 }

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,13 +44,14 @@ type Node struct {
 	startupDelay time.Duration
 	delayUntil   time.Time
 	adopted      bool
-	// promoteDevs are the interfaces whose promote_secondaries the Node
-	// sets; sysctlPaths the sysctl files it sets (setSysctl); promoted
+	// sysctlPaths are the sysctl files it sets (setSysctl); promoted
 	// those it changed, by path, with the value to restore.
-	promoteDevs []string
 	promMu      sync.Mutex
 	sysctlPaths []string
 	promoted    map[string]*sysctlSave
+	// promoteDevs are the interfaces whose promote_secondaries the Node
+	// sets (promoteDevices), set again on one made again (repromote).
+	promoteDevs []string
 	h           *netlink.Handle
 	// vmacs are the macvlans of the use_vmac instances; rpCleared: the
 	// Node has done clearRPFilter.
@@ -162,11 +163,8 @@ type instance struct {
 	// in fault.
 	noPeer bool
 
-	drops       [dropReasons]atomic.Uint64
-	sent        atomic.Uint64
-	received    atomic.Uint64
-	transitions atomic.Uint64
-	since       atomic.Int64 // unix nanoseconds of the last transition
+	drops [dropReasons]atomic.Uint64
+	counters
 }
 
 // NewNode opens the sockets of every instance of cfg. It must run on a
@@ -224,24 +222,10 @@ func NewNodeFirewall(cfg *config.Config, h *netlink.Handle, log *slog.Logger, fw
 			m.state, m.force = &in.state, in.drv.Force
 		}
 	}
-	// Removing a subnet's primary address removes its secondaries too,
-	// unless the interface promotes them: a VIP leaving must not take an
-	// operator's address (or another instance's VIP) with it. keepalived
-	// sets it on the interface of an instance with promote_secondaries;
-	// directord also on every interface that takes IPv4 VIPs. Both are
-	// restored when the Node ends.
-	for _, ci := range cfg.Instances {
-		if ci.PromoteSecondaries && ci.Interface != "" {
-			n.promote(ci.Interface)
-		}
-		for _, a := range instanceAddrs(ci) {
-			if (ci.VMAC != nil && a.Dev == ci.VMAC.Name) || a.VIP.VMACDev != "" {
-				continue // vmacSysctls set it, on a link that goes with the Node
-			}
-			if a.VIP.Prefix.Addr().Is4() && a.Dev != "" {
-				n.promote(a.Dev)
-			}
-		}
+	// promote_secondaries, restored when the Node ends.
+	n.promoteDevs = promoteDevices(cfg.Instances)
+	for _, dev := range n.promoteDevs {
+		n.setSysctl(promotePath(dev), "1")
 	}
 	var err error
 	if n.track, err = newTracking(n, cfg, h); err != nil {
@@ -455,36 +439,20 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 	old.willMu.Lock()
 	old.will = nil
 	old.willMu.Unlock()
-	byName := func(list []*instance, name string) *instance {
-		for _, in := range list {
-			if in.cfg.Name == name {
-				return in
-			}
-		}
-		return nil
-	}
 	// The scripts' results first: Run computes priorities from them.
 	old.track.mu.Lock()
 	for name, s := range n.track.scripts {
 		if o := old.track.scripts[name]; o != nil {
-			s.check.good, s.check.run = o.check.good, 0
+			s.check.carry(o.check)
 		}
 	}
 	old.track.mu.Unlock()
-	for _, p := range plan {
-		switch p.Change {
-		case Removed:
-			if oi := byName(old.insts, p.Old); oi != nil {
-				oi.deleted.Store(true)
-			}
-			continue
-		case Added:
-			continue
-		}
-		oi, ni := byName(old.insts, p.Old), byName(n.insts, p.New)
-		if oi == nil || ni == nil {
-			continue
-		}
+	a := planAdoption(instanceNames(old.insts), instanceNames(n.insts), plan)
+	for _, i := range a.deleted {
+		old.insts[i].deleted.Store(true)
+	}
+	for _, r := range a.resume {
+		oi, ni := old.insts[r.old], n.insts[r.cur]
 		c, ok := oi.drv.Retire()
 		if !ok {
 			continue
@@ -496,15 +464,12 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 		ni.drv.Resume(c, announce)
 		ni.resumed = true
 		ni.state.Store(uint32(c.State))
-		ni.sent.Store(oi.sent.Load())
-		ni.received.Store(oi.received.Load())
-		ni.transitions.Store(oi.transitions.Load())
-		ni.since.Store(oi.since.Load())
+		ni.counters.carry(&oi.counters)
 		if ni.ah != nil && oi.ah != nil {
 			ni.ah.Carry(oi.ah)
 		}
 		ni.logger().Info("vrrp reload: instance resumes",
-			"state", c.State.String(), "change", p.Change.String(), "what", p.What)
+			"state", c.State.String(), "change", r.plan.Change.String(), "what", r.plan.What)
 	}
 	// A sync group whose members all resumed in one state is in it: no
 	// group notify for it (keepalived's state_same_at_reload).
@@ -513,41 +478,62 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 	}
 }
 
-// takeOver hands a resumed master's addresses and routes from its
-// predecessor to it, adding those that are new; it reports whether it
-// added any (they are then announced).
+// takeOver hands a resumed master's addresses, routes and rules from its
+// predecessor to it as planHandOver plans, adding those that are new; it
+// reports whether it added addresses (they are then announced).
 func (in *instance) takeOver(old *instance) bool {
-	// The new settings' rules first, then the old ones' go: an address
-	// in both stays dropped throughout (the Firewall counts its users).
+	h := planHandOver(old.cfg, in.cfg, nodeClaims{old.node})
 	in.firewall(true)
 	old.firewall(false)
-	added := false
-	for _, a := range instanceAddrs(in.cfg) {
-		if in.node.addrs.take(old.node.addrs, a.Dev, a.VIP.Prefix) {
-			continue
+	for _, a := range h.takeAddrs {
+		if !in.node.addrs.take(old.node.addrs, a.Dev, a.VIP.Prefix) {
+			h.addAddrs, h.announce = append(h.addAddrs, a), true // no longer claimed
 		}
+	}
+	for _, a := range h.addAddrs {
 		if err := in.node.addrs.Add(a.Dev, a.VIP); err != nil {
 			in.logger().Error("vrrp address", "err", err)
 		}
-		added = true
 	}
-	for _, r := range in.cfg.Routes {
-		taken := false
-		for _, or := range old.cfg.Routes {
-			if config.Canonical(or) == config.Canonical(r) && in.node.routes.take(old.node.routes, or, r) {
-				taken = true
-				break
-			}
+	for _, m := range h.takeRoutes {
+		if !in.node.routes.take(old.node.routes, m.old, m.cur) {
+			h.addRoutes = append(h.addRoutes, m.cur)
 		}
-		if taken {
-			continue
-		}
+	}
+	for _, r := range h.addRoutes {
 		if err := in.node.routes.Add(r, in.cfg.Interface); err != nil {
 			in.logger().Error("vrrp route", "err", err)
 		}
 	}
-	in.takeRules(old)
-	return added
+	for _, r := range h.takeRules {
+		if !in.node.rules.take(old.node.rules, r) {
+			h.addRules = append(h.addRules, r)
+		}
+	}
+	for _, r := range h.addRules {
+		if err := in.node.rules.Add(r); err != nil {
+			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
+		}
+	}
+	return h.announce
+}
+
+// nodeClaims are the kernel entries a Node installed, for planHandOver.
+type nodeClaims struct{ n *Node }
+
+func (c nodeClaims) hasAddr(dev string, p netip.Prefix) bool {
+	return c.n.addrs.added.has(addrKey{dev, p})
+}
+func (c nodeClaims) hasRoute(r config.Route) bool { return c.n.routes.added.has(routeKey(r)) }
+func (c nodeClaims) hasRule(r config.Rule) bool   { return c.n.rules.Has(r) }
+
+// instanceNames are the names of insts, in order.
+func instanceNames(insts []*instance) []string {
+	names := make([]string, len(insts))
+	for i, in := range insts {
+		names[i] = in.cfg.Name
+	}
+	return names
 }
 
 // sysctlSave is a sysctl file the Node changed, open (so that it stays the
@@ -555,16 +541,6 @@ func (in *instance) takeOver(old *instance) bool {
 type sysctlSave struct {
 	f    *os.File
 	orig []byte
-}
-
-// promote sets promote_secondaries on dev, remembering the value it had.
-// It runs inside the Node's namespace (NewNode).
-func (n *Node) promote(dev string) {
-	if slices.Contains(n.promoteDevs, dev) {
-		return
-	}
-	n.promoteDevs = append(n.promoteDevs, dev)
-	n.setSysctl("/proc/sys/net/ipv4/conf/"+dev+"/promote_secondaries", "1")
 }
 
 // setSysctl sets the sysctl file at path to val, remembering the value it
@@ -618,34 +594,23 @@ func (n *Node) restoreSysctls() {
 	n.promoted = nil
 }
 
-// takeSysctls hands old's saved values for the sysctls n sets too to n: n
-// restores them when it ends, old leaves them.
+// takeSysctls hands old's saved values for the sysctls sysctlsToTake
+// names to n: n restores them when it ends, old leaves them.
 func (n *Node) takeSysctls(old *Node) {
 	old.promMu.Lock()
 	defer old.promMu.Unlock()
 	n.promMu.Lock()
 	defer n.promMu.Unlock()
-	paths := n.sysctlPaths
-	if n.rpCleared {
-		// clearRPFilter found all.rp_filter already 0, cleared by old:
-		// what old raised and cleared is n's to restore now.
-		for path := range old.promoted {
-			if strings.HasSuffix(path, "/rp_filter") && !slices.Contains(paths, path) {
-				paths = append(paths, path)
-			}
+	saved := slices.Collect(maps.Keys(old.promoted))
+	for _, path := range sysctlsToTake(n.sysctlPaths, saved, n.rpCleared) {
+		if n.promoted == nil {
+			n.promoted = map[string]*sysctlSave{}
 		}
-	}
-	for _, path := range paths {
-		if s := old.promoted[path]; s != nil {
-			if n.promoted == nil {
-				n.promoted = map[string]*sysctlSave{}
-			}
-			if mine := n.promoted[path]; mine != nil {
-				mine.f.Close()
-			}
-			n.promoted[path] = s
-			delete(old.promoted, path)
+		if mine := n.promoted[path]; mine != nil {
+			mine.f.Close()
 		}
+		n.promoted[path] = old.promoted[path]
+		delete(old.promoted, path)
 	}
 }
 
@@ -818,21 +783,14 @@ func (in *instance) SendGARP(n int) {
 // announce sends the queued bursts until the queue is closed.
 func (in *instance) announce(done chan<- struct{}) {
 	defer close(done)
-	own := in.cfg.Interface // where the addresses of the instance's own go
-	if in.cfg.VMAC != nil {
-		own = in.cfg.VMAC.Name
-	}
 	for n := range in.garps {
 		if n == extraBurst {
 			if State(in.state.Load()) != Master {
 				continue
 			}
 			for dev, ann := range in.anns {
-				if dev == own && (in.cfg.VMAC == nil || !in.cfg.VMAC.XmitBase) {
+				if !extraBurstOn(in.cfg, dev, isAddrVMAC(in.cfg, dev)) {
 					continue
-				}
-				if !in.cfg.Garp.ExtraIfAll && !isAddrVMAC(in.cfg, dev) {
-					continue // without "all", the macvlans of use_vmac_addr only
 				}
 				if err := ann.Announce(in.annAddrs[dev][:1]); err != nil {
 					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
@@ -855,44 +813,45 @@ func (in *instance) announce(done chan<- struct{}) {
 	}
 }
 
-// Transition is an Action: a master holds the virtual addresses, any other
-// state none.
+// Transition is an Action: it carries out transitionPlan's steps.
 func (in *instance) Transition(from, to State) {
-	in.transitions.Add(1)
-	in.since.Store(time.Now().UnixNano())
-	in.logger().Info("vrrp transition", "from", from.String(), "to", to.String())
-	in.state.Store(uint32(to))
-	if f := in.node.observe.Load(); f != nil {
-		(*f)(Event{Instance: in.cfg.Name, VRID: uint8(in.cfg.VRID), From: from, To: to})
+	for _, st := range transitionPlan(from, to, traitsOf(in.cfg, in.sync != nil, in.ah != nil)) {
+		in.do(st, from, to)
 	}
-	defer in.notify(from, to, in.drv.m.Priority())
-	defer in.groupNotify(to)
-	// The rest of a sync group follows a member that becomes master, or
-	// that gives mastership up to another router.
-	if in.sync != nil {
+}
+
+// do carries out one step of a transition from to.
+func (in *instance) do(st step, from, to State) {
+	switch st {
+	case stepRecord:
+		in.transitions.Add(1)
+		in.since.Store(time.Now().UnixNano())
+		in.logger().Info("vrrp transition", "from", from.String(), "to", to.String())
+		in.state.Store(uint32(to))
+	case stepObserve:
+		if f := in.node.observe.Load(); f != nil {
+			(*f)(Event{Instance: in.cfg.Name, VRID: uint8(in.cfg.VRID), From: from, To: to})
+		}
+	case stepFollow:
 		in.sync.follow(from, to)
-	}
-	if to == Master && in.ah != nil {
+	case stepAHMaster:
 		in.ah.BecomeMaster()
-	}
-	if to == Master && in.cfg.Garp.ExtraIf > 0 {
+	case stepExtraIfDue:
 		in.extraDue.Store(time.Now().Add(in.cfg.Garp.ExtraIf).UnixNano())
-	}
-	switch {
-	case to == Master:
-		in.firewall(true)
-		in.addresses(true)
-		in.installRoutes(true)
-		in.installRules(true)
+	case stepFirewallOn, stepFirewallOff:
+		in.firewall(st == stepFirewallOn)
+	case stepAddrsAdd, stepAddrsRemove:
+		in.addresses(st == stepAddrsAdd)
+	case stepRoutesAdd, stepRoutesRemove:
+		in.installRoutes(st == stepRoutesAdd)
+	case stepRulesAdd, stepRulesRemove:
+		in.installRules(st == stepRulesAdd)
+	case stepBequeath:
 		in.node.bequeath()
-	case from == Master:
-		// Rules and routes before the addresses they may use as their
-		// source, as keepalived removes them.
-		in.installRules(false)
-		in.installRoutes(false)
-		in.addresses(false)
-		in.firewall(false)
-		in.node.bequeath()
+	case stepGroupNotify:
+		in.groupNotify(to)
+	case stepNotify:
+		in.notify(from, to, in.drv.m.Priority())
 	}
 }
 

@@ -133,9 +133,7 @@ vrrp_instance VI_2 {
 // reload (vrrp_complete_init, restore_vrrp_state).
 func TestNamespaceReloadKeepsLoneMaster(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-rl-a")
-	b := nstest.New(t, "dd-rl-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, _ := peers(t, "dd-rl")
 	dir := t.TempDir()
 	notes := filepath.Join(dir, "notes")
 	conf := fmt.Sprintf(reloadTwoInstances, "one", notes, "first", 120)
@@ -176,13 +174,10 @@ func TestNamespaceReloadKeepsLoneMaster(t *testing.T) {
 		t.Error("VI_2's VIP is gone")
 	}
 	na2.stop()
-	got, _ := os.ReadFile(notes)
 	// The first notify ran for the start, the second only for the stop:
 	// nothing in between.
-	want := "first INSTANCE VI_1 BACKUP 150\nfirst INSTANCE VI_1 MASTER 150\nsecond INSTANCE VI_1 STOP 150\n"
-	if string(got) != want {
-		t.Errorf("notify calls:\n%s\nwant:\n%s", got, want)
-	}
+	wantFile(t, notes, "notify calls",
+		"first INSTANCE VI_1 BACKUP 150\nfirst INSTANCE VI_1 MASTER 150\nsecond INSTANCE VI_1 STOP 150\n")
 }
 
 // TestNamespaceReloadPriorityInPlace: a master's priority changed by a
@@ -192,9 +187,7 @@ func TestNamespaceReloadKeepsLoneMaster(t *testing.T) {
 // FAULT without.
 func TestNamespaceReloadPriorityInPlace(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-rp-a")
-	b := nstest.New(t, "dd-rp-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-rp")
 	notes := filepath.Join(t.TempDir(), "notes")
 	extra := func(p int) string {
 		return fmt.Sprintf(`vrrp_instance VI_9 {
@@ -290,9 +283,7 @@ vrrp_instance VI_8 {
 // announced (a gratuitous ARP), with no transition.
 func TestNamespaceReloadChangesVIPs(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-rv-a")
-	b := nstest.New(t, "dd-rv-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-rv")
 	routes := func(lead string, dst ...string) string {
 		return lead + "virtual_routes {\n " + strings.Join(dst, "\n ") + "\n }"
 	}

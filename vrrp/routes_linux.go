@@ -77,8 +77,6 @@ func (r *Routes) toRoute(cr config.Route, dev string) (*netlink.Route, error) {
 	return rt, nil
 }
 
-func routeKey(cr config.Route) string { return fmt.Sprintf("%s %d %s", cr.Dst, cr.Table, cr.Pos) }
-
 // Add installs cr; a route already there is left alone and not claimed.
 func (r *Routes) Add(cr config.Route, dev string) error {
 	return r.added.add(routeKey(cr), func() (*netlink.Route, bool, error) {

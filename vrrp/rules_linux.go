@@ -178,17 +178,3 @@ func (in *instance) installRules(on bool) {
 		}
 	}
 }
-
-// takeRules hands a resumed master's virtual rules from its predecessor,
-// adding those that are new; those the new configuration drops stay with
-// old, which removes them when it stops.
-func (in *instance) takeRules(old *instance) {
-	for _, r := range in.cfg.Rules {
-		if in.node.rules.take(old.node.rules, r) {
-			continue
-		}
-		if err := in.node.rules.Add(r); err != nil {
-			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
-		}
-	}
-}

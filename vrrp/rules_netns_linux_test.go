@@ -29,9 +29,7 @@ func ipRules(t *testing.T, ns *nstest.NS) string {
 // (preference given and not, protocol keepalived, both families).
 func TestVirtualRulesBesideKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-vr-a")
-	b := nstest.New(t, "dd-vr-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-vr")
 	none := ipRules(t, a)
 	rules := `virtual_rules {
         from 192.0.2.100 table 100 priority 100
@@ -74,9 +72,7 @@ func TestVirtualRulesBesideKeepalived(t *testing.T) {
 // deletes the rest.
 func TestNamespaceReloadChangesVirtualRules(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-rr-a")
-	b := nstest.New(t, "dd-rr-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, _ := peers(t, "dd-rr")
 	none := ipRules(t, a)
 	rules := func(lead string, lines ...string) string {
 		return lead + "virtual_rules {\n " + strings.Join(lines, "\n ") + "\n }"

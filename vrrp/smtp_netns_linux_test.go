@@ -19,9 +19,7 @@ import (
 func TestSMTPAlertTransitions(t *testing.T) {
 	nstest.RequireRoot(t)
 	srv := alerttest.NewServer(t)
-	a := nstest.New(t, "dd-mail-a")
-	b := nstest.New(t, "dd-mail-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, _ := peers(t, "dd-mail")
 	conf := "global_defs {\n router_id lb1\n notification_email {\n  ops@example.com\n  oncall@example.com\n }\n" +
 		" notification_email_from lb1@example.com\n smtp_server " + strings.Replace(srv.Addr(), ":", " ", 1) +
 		"\n smtp_helo_name lb1.example.com\n smtp_alert_vrrp\n}\n" +

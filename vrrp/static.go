@@ -1,6 +1,10 @@
 package vrrp
 
-import "github.com/directord/directord/config"
+import (
+	"fmt"
+
+	"github.com/directord/directord/config"
+)
 
 // staticSet is the static entries of a configuration (static_ipaddress,
 // static_routes, static_rules).
@@ -67,3 +71,6 @@ func ruleKey(cr config.Rule) string {
 	cr.Pos, cr.PriorityAuto = config.Pos{}, false
 	return config.Canonical(cr)
 }
+
+// routeKey names a route by its destination, table and line.
+func routeKey(cr config.Route) string { return fmt.Sprintf("%s %d %s", cr.Dst, cr.Table, cr.Pos) }

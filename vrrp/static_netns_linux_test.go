@@ -108,10 +108,7 @@ func startStatics(t *testing.T, ns *nstest.NS, conf string) *Statics {
 // removed; both remove all of it at stop.
 func TestStaticEntriesAsKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
-	d, dp := nstest.New(t, "dd-st-d"), nstest.New(t, "dd-st-dp")
-	k, kp := nstest.New(t, "dd-st-k"), nstest.New(t, "dd-st-kp")
-	nstest.Link(t, d, dp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
-	nstest.Link(t, k, kp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
+	d, dp, k, kp := sideBySide(t, "dd-st")
 	before := netState(t, d)
 	if kb := netState(t, k); kb != before {
 		t.Fatalf("the two namespaces differ before:\n%s\n---\n%s", before, kb)
@@ -300,10 +297,7 @@ func deletions(t *testing.T, ns *nstest.NS) func() []string {
 // (SIGHUP) of the same two files ends.
 func TestStaticEntriesReload(t *testing.T) {
 	nstest.RequireRoot(t)
-	d, dp := nstest.New(t, "dd-sr-d"), nstest.New(t, "dd-sr-dp")
-	k, kp := nstest.New(t, "dd-sr-k"), nstest.New(t, "dd-sr-kp")
-	nstest.Link(t, d, dp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
-	nstest.Link(t, k, kp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
+	d, _, k, _ := sideBySide(t, "dd-sr")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "keepalived.conf")
 	if err := os.WriteFile(file, []byte(staticsBefore), 0o644); err != nil {
@@ -365,4 +359,16 @@ func TestCheckInterfaces(t *testing.T) {
 	if err := CheckInterfaces(d.NL, cfg); err != nil {
 		t.Errorf("all present: %v", err)
 	}
+}
+
+// sideBySide makes two namespaces built alike, one for directord (d) and
+// one for keepalived (k), each joined to a peer of its own (dp, kp) by
+// dda (192.0.2.1/24) and ddp (192.0.2.2/24).
+func sideBySide(t *testing.T, name string) (d, dp, k, kp *nstest.NS) {
+	t.Helper()
+	d, dp = nstest.New(t, name+"-d"), nstest.New(t, name+"-dp")
+	k, kp = nstest.New(t, name+"-k"), nstest.New(t, name+"-kp")
+	nstest.Link(t, d, dp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.Link(t, k, kp, "dda", "ddp", "192.0.2.1/24", "192.0.2.2/24")
+	return d, dp, k, kp
 }

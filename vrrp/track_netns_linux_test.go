@@ -14,9 +14,7 @@ import (
 // 100 to 90"), so keepalived (90) is master over directord (85).
 func TestReverseWeightBesideKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-rev-a")
-	b := nstest.New(t, "dd-rev-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-rev")
 	track := "track_interface {\n        lo weight 10 reverse\n    }"
 	ka := nstest.Keepalived(t, b, nstest.Instance("ddb", 100, 2, "1", "192.0.2.100/24", track))
 	nd := startNode(t, a, nstest.Instance("dda", 95, 2, "1", "192.0.2.100/24", track))

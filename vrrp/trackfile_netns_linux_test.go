@@ -21,9 +21,7 @@ import (
 // file with a nonzero value puts it in FAULT, 0 takes it out.
 func TestTrackFileMovesPriority(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-tf-a")
-	b := nstest.New(t, "dd-tf-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-tf")
 	dir := t.TempDir()
 	prio, fault := filepath.Join(dir, "prio"), filepath.Join(dir, "fault")
 	files := fmt.Sprintf(`track_file prio {
@@ -74,9 +72,7 @@ track_file fault {
 // BACKUP_PRIORITY to the FIFO, before the transitions it causes.
 func TestNotifyPriorityChangesLines(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-npc-a")
-	b := nstest.New(t, "dd-npc-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-npc")
 	dir := t.TempDir()
 	prio, path := filepath.Join(dir, "prio"), filepath.Join(dir, "vrrp.fifo")
 	conf := fmt.Sprintf(`global_defs {

@@ -19,9 +19,7 @@ import (
 // keepalived takes the VIP.
 func TestTrackProcessBesideKeepalived(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-tp-a")
-	b := nstest.New(t, "dd-tp-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-tp")
 	dir := t.TempDir()
 	name := fmt.Sprintf("ddtk%d", os.Getpid()%1000000)
 	sleep := trackedCopy(t, dir, "/bin/sleep", name)
@@ -56,9 +54,7 @@ func TestTrackProcessBesideKeepalived(t *testing.T) {
 // delay), keepalived master again.
 func TestTrackProcessFault(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-tpf-a")
-	b := nstest.New(t, "dd-tpf-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-tpf")
 	dir := t.TempDir()
 	name := fmt.Sprintf("ddtf%d", os.Getpid()%1000000)
 	sleep := trackedCopy(t, dir, "/bin/sleep", name)
@@ -86,9 +82,7 @@ func TestTrackProcessFault(t *testing.T) {
 // holding both VIPs, and lets both take them when it runs.
 func TestTrackProcessSyncGroup(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-tpg-a")
-	b := nstest.New(t, "dd-tpg-b")
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	a, b := peers(t, "dd-tpg")
 	dir := t.TempDir()
 	name := fmt.Sprintf("ddtg%d", os.Getpid()%1000000)
 	sleep := trackedCopy(t, dir, "/bin/sleep", name)

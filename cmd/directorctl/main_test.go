@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/directord/directord/internal/control"
+	"github.com/directord/directord/internal/controltest"
 )
 
 // fakeDirectord is a Backend with a fixed status, the real servers in
@@ -62,45 +63,14 @@ func (f *fakeDirectord) isDrained(real string) bool {
 	return f.drained[real]
 }
 
-// syncBuffer is a log destination the server's goroutines and the test
-// share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serve runs a control server for b on a socket in dir until the test
 // ends, and returns the socket's path and the server's logs.
-func serve(t *testing.T, dir string, b control.Backend, allow func(uint32) bool) (string, *syncBuffer) {
+func serve(t *testing.T, dir string, b control.Backend, allow func(uint32) bool) (string, *controltest.Logs) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &controltest.Logs{}
 	srv := &control.Server{Backend: b, Log: slog.New(slog.NewTextHandler(logs, nil)), AllowUID: allow}
 	path := filepath.Join(dir, "directord.sock")
-	ln, err := control.Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	controltest.Serve(t, path, control.Listen, srv.Serve)
 	return path, logs
 }
 

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/directord/directord/internal/controltest"
 )
 
 // fakeBackend is a directord with a fixed status, the real servers in
@@ -65,46 +66,15 @@ func (f *fakeBackend) called() []string {
 	return append([]string(nil), f.calls...)
 }
 
-// syncBuffer is a log destination the server's goroutines and the test
-// share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serve runs srv on a socket in a directory of its own that Listen
 // creates, until the test ends; it returns the socket's path and the
 // server's logs.
-func serve(t *testing.T, srv *Server) (string, *syncBuffer) {
+func serve(t *testing.T, srv *Server) (string, *controltest.Logs) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &controltest.Logs{}
 	srv.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	path := filepath.Join(t.TempDir(), "run", "directord.sock")
-	ln, err := Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	controltest.Serve(t, path, Listen, srv.Serve)
 	return path, logs
 }
 

@@ -87,72 +87,53 @@ func fakeStatus() control.Status {
 }
 
 // fakeSeries is every directord_ series of fakeStatus, before any probe.
-var fakeSeries = map[string]float64{
-	`directord_build_info{version="1.2.3"}`: 1,
-	`directord_start_time_seconds`:          float64(started.Unix()),
+var fakeSeries = merge(
+	vrrpSeries("VI_1", "eth0", 51, "MASTER", vrrpFigures{master: 1, priority: 150, effective: 140, transitions: 2, sent: 1000, received: 7}),
+	vrrpSeries("VI_2", "eth1", 52, "BACKUP", vrrpFigures{priority: 100, effective: 100, transitions: 1, received: 900}),
+	map[string]float64{
+		`directord_build_info{version="1.2.3"}`: 1,
+		`directord_start_time_seconds`:          float64(started.Unix()),
 
-	`directord_vrrp_state{interface="eth0",state="INIT",vrid="51",vrrp_instance="VI_1"}`:   0,
-	`directord_vrrp_state{interface="eth0",state="BACKUP",vrid="51",vrrp_instance="VI_1"}`: 0,
-	`directord_vrrp_state{interface="eth0",state="MASTER",vrid="51",vrrp_instance="VI_1"}`: 1,
-	`directord_vrrp_state{interface="eth0",state="FAULT",vrid="51",vrrp_instance="VI_1"}`:  0,
-	`directord_vrrp_state{interface="eth1",state="INIT",vrid="52",vrrp_instance="VI_2"}`:   0,
-	`directord_vrrp_state{interface="eth1",state="BACKUP",vrid="52",vrrp_instance="VI_2"}`: 1,
-	`directord_vrrp_state{interface="eth1",state="MASTER",vrid="52",vrrp_instance="VI_2"}`: 0,
-	`directord_vrrp_state{interface="eth1",state="FAULT",vrid="52",vrrp_instance="VI_2"}`:  0,
-	`directord_vrrp_master{vrrp_instance="VI_1"}`:                                          1,
-	`directord_vrrp_handed_over{vrrp_instance="VI_1"}`:                                     0,
-	`directord_vrrp_master{vrrp_instance="VI_2"}`:                                          0,
-	`directord_vrrp_handed_over{vrrp_instance="VI_2"}`:                                     0,
-	`directord_vrrp_priority{vrrp_instance="VI_1"}`:                                        150,
-	`directord_vrrp_priority{vrrp_instance="VI_2"}`:                                        100,
-	`directord_vrrp_effective_priority{vrrp_instance="VI_1"}`:                              140,
-	`directord_vrrp_effective_priority{vrrp_instance="VI_2"}`:                              100,
-	`directord_vrrp_transitions_total{vrrp_instance="VI_1"}`:                               2,
-	`directord_vrrp_transitions_total{vrrp_instance="VI_2"}`:                               1,
-	`directord_vrrp_adverts_sent_total{vrrp_instance="VI_1"}`:                              1000,
-	`directord_vrrp_adverts_sent_total{vrrp_instance="VI_2"}`:                              0,
-	`directord_vrrp_adverts_received_total{vrrp_instance="VI_1"}`:                          7,
-	`directord_vrrp_adverts_received_total{vrrp_instance="VI_2"}`:                          900,
-	`directord_vrrp_adverts_dropped_total{reason="auth",vrrp_instance="VI_1"}`:             3,
-	`directord_vrrp_adverts_dropped_total{reason="ttl",vrrp_instance="VI_1"}`:              1,
+		`directord_vrrp_adverts_dropped_total{reason="auth",vrrp_instance="VI_1"}`: 3,
+		`directord_vrrp_adverts_dropped_total{reason="ttl",vrrp_instance="VI_1"}`:  1,
 
-	`directord_real_server_up{real_server="10.0.0.1:443",virtual_server="192.0.2.1 443"}`:                        1,
-	`directord_real_server_up{real_server="10.0.0.2:443",virtual_server="192.0.2.1 443"}`:                        1,
-	`directord_real_server_up{real_server="10.0.0.3:443",virtual_server="192.0.2.1 443"}`:                        0,
-	`directord_real_server_up{real_server="10.0.1.1:80",virtual_server="fwmark 1"}`:                              0,
-	`directord_real_server_weight{real_server="10.0.0.1:443",virtual_server="192.0.2.1 443"}`:                    100,
-	`directord_real_server_weight{real_server="10.0.0.2:443",virtual_server="192.0.2.1 443"}`:                    0,
-	`directord_real_server_weight{real_server="10.0.0.3:443",virtual_server="192.0.2.1 443"}`:                    0,
-	`directord_real_server_weight{real_server="10.0.1.1:80",virtual_server="fwmark 1"}`:                          -1,
-	`directord_real_server_drained{real_server="10.0.0.1:443",virtual_server="192.0.2.1 443"}`:                   0,
-	`directord_real_server_drained{real_server="10.0.0.2:443",virtual_server="192.0.2.1 443"}`:                   1,
-	`directord_real_server_drained{real_server="10.0.0.3:443",virtual_server="192.0.2.1 443"}`:                   0,
-	`directord_real_server_drained{real_server="10.0.1.1:80",virtual_server="fwmark 1"}`:                         0,
-	`directord_virtual_server_real_servers{state="up",virtual_server="192.0.2.1 443"}`:                           2,
-	`directord_virtual_server_real_servers{state="down",virtual_server="192.0.2.1 443"}`:                         1,
-	`directord_virtual_server_real_servers{state="up",virtual_server="fwmark 1"}`:                                0,
-	`directord_virtual_server_real_servers{state="down",virtual_server="fwmark 1"}`:                              1,
-	`directord_virtual_server_quorum_up{virtual_server="192.0.2.1 443"}`:                                         1,
-	`directord_virtual_server_quorum_up{virtual_server="fwmark 1"}`:                                              0,
-	`directord_virtual_server_ipvs_digest_info{digest="sha256:0123456789abcdef",virtual_server="192.0.2.1 443"}`: 1,
+		`directord_real_server_up{real_server="10.0.0.1:443",virtual_server="192.0.2.1 443"}`:                        1,
+		`directord_real_server_up{real_server="10.0.0.2:443",virtual_server="192.0.2.1 443"}`:                        1,
+		`directord_real_server_up{real_server="10.0.0.3:443",virtual_server="192.0.2.1 443"}`:                        0,
+		`directord_real_server_up{real_server="10.0.1.1:80",virtual_server="fwmark 1"}`:                              0,
+		`directord_real_server_weight{real_server="10.0.0.1:443",virtual_server="192.0.2.1 443"}`:                    100,
+		`directord_real_server_weight{real_server="10.0.0.2:443",virtual_server="192.0.2.1 443"}`:                    0,
+		`directord_real_server_weight{real_server="10.0.0.3:443",virtual_server="192.0.2.1 443"}`:                    0,
+		`directord_real_server_weight{real_server="10.0.1.1:80",virtual_server="fwmark 1"}`:                          -1,
+		`directord_real_server_drained{real_server="10.0.0.1:443",virtual_server="192.0.2.1 443"}`:                   0,
+		`directord_real_server_drained{real_server="10.0.0.2:443",virtual_server="192.0.2.1 443"}`:                   1,
+		`directord_real_server_drained{real_server="10.0.0.3:443",virtual_server="192.0.2.1 443"}`:                   0,
+		`directord_real_server_drained{real_server="10.0.1.1:80",virtual_server="fwmark 1"}`:                         0,
+		`directord_virtual_server_real_servers{state="up",virtual_server="192.0.2.1 443"}`:                           2,
+		`directord_virtual_server_real_servers{state="down",virtual_server="192.0.2.1 443"}`:                         1,
+		`directord_virtual_server_real_servers{state="up",virtual_server="fwmark 1"}`:                                0,
+		`directord_virtual_server_real_servers{state="down",virtual_server="fwmark 1"}`:                              1,
+		`directord_virtual_server_quorum_up{virtual_server="192.0.2.1 443"}`:                                         1,
+		`directord_virtual_server_quorum_up{virtual_server="fwmark 1"}`:                                              0,
+		`directord_virtual_server_ipvs_digest_info{digest="sha256:0123456789abcdef",virtual_server="192.0.2.1 443"}`: 1,
 
-	`directord_ipvs_operations_total`:            42,
-	`directord_ipvs_errors_total`:                1,
-	`directord_ipvs_last_sync_timestamp_seconds`: float64(synced.UnixMilli()) / 1e3,
+		`directord_ipvs_operations_total`:            42,
+		`directord_ipvs_errors_total`:                1,
+		`directord_ipvs_last_sync_timestamp_seconds`: float64(synced.UnixMilli()) / 1e3,
 
-	`directord_bgp_drained`:                                                     0,
-	`directord_bgp_neighbor_up{neighbor="10.0.0.1"}`:                            1,
-	`directord_bgp_neighbor_up{neighbor="10.0.0.2"}`:                            0,
-	`directord_bgp_neighbor_bfd_up{neighbor="10.0.0.1"}`:                        1,
-	`directord_bgp_neighbor_prefixes_sent{neighbor="10.0.0.1"}`:                 2,
-	`directord_bgp_neighbor_prefixes_sent{neighbor="10.0.0.2"}`:                 0,
-	`directord_bgp_address_announced{prefix="192.0.2.1/32",reason="serving"}`:   1,
-	`directord_bgp_address_announced{prefix="192.0.2.2/32",reason="no-quorum"}`: 0,
+		`directord_bgp_drained`:                                                     0,
+		`directord_bgp_neighbor_up{neighbor="10.0.0.1"}`:                            1,
+		`directord_bgp_neighbor_up{neighbor="10.0.0.2"}`:                            0,
+		`directord_bgp_neighbor_bfd_up{neighbor="10.0.0.1"}`:                        1,
+		`directord_bgp_neighbor_prefixes_sent{neighbor="10.0.0.1"}`:                 2,
+		`directord_bgp_neighbor_prefixes_sent{neighbor="10.0.0.2"}`:                 0,
+		`directord_bgp_address_announced{prefix="192.0.2.1/32",reason="serving"}`:   1,
+		`directord_bgp_address_announced{prefix="192.0.2.2/32",reason="no-quorum"}`: 0,
 
-	`directord_reloads_total{result="ok"}`:         3,
-	`directord_reloads_total{result="failed"}`:     1,
-	`directord_last_good_reload_timestamp_seconds`: float64(goodLoad.Unix()),
-}
+		`directord_reloads_total{result="ok"}`:         3,
+		`directord_reloads_total{result="failed"}`:     1,
+		`directord_last_good_reload_timestamp_seconds`: float64(goodLoad.Unix()),
+	})
 
 func TestScrape(t *testing.T) {
 	dupStatus := control.Status{
@@ -182,71 +163,34 @@ func TestScrape(t *testing.T) {
 		{
 			name:   "nothing happened yet",
 			status: control.Status{Version: "dev"},
-			want: map[string]float64{
-				`directord_build_info{version="dev"}`:          1,
-				`directord_start_time_seconds`:                 0,
-				`directord_ipvs_operations_total`:              0,
-				`directord_ipvs_errors_total`:                  0,
-				`directord_ipvs_last_sync_timestamp_seconds`:   0,
-				`directord_reloads_total{result="ok"}`:         0,
-				`directord_reloads_total{result="failed"}`:     0,
-				`directord_last_good_reload_timestamp_seconds`: 0,
-			},
+			want:   idleSeries("dev"),
 		},
 		{
 			name:   "duplicates",
 			status: dupStatus,
-			want: map[string]float64{
-				`directord_build_info{version="dev"}`:                                                 1,
-				`directord_start_time_seconds`:                                                        0,
-				`directord_vrrp_state{interface="eth0",state="INIT",vrid="1",vrrp_instance="VI_1"}`:   0,
-				`directord_vrrp_state{interface="eth0",state="BACKUP",vrid="1",vrrp_instance="VI_1"}`: 0,
-				`directord_vrrp_state{interface="eth0",state="MASTER",vrid="1",vrrp_instance="VI_1"}`: 1,
-				`directord_vrrp_state{interface="eth0",state="FAULT",vrid="1",vrrp_instance="VI_1"}`:  0,
-				`directord_vrrp_master{vrrp_instance="VI_1"}`:                                         1,
-				`directord_vrrp_handed_over{vrrp_instance="VI_1"}`:                                    0,
-				`directord_vrrp_priority{vrrp_instance="VI_1"}`:                                       0,
-				`directord_vrrp_effective_priority{vrrp_instance="VI_1"}`:                             0,
-				`directord_vrrp_transitions_total{vrrp_instance="VI_1"}`:                              0,
-				`directord_vrrp_adverts_sent_total{vrrp_instance="VI_1"}`:                             0,
-				`directord_vrrp_adverts_received_total{vrrp_instance="VI_1"}`:                         0,
+			want: merge(idleSeries("dev"),
+				vrrpSeries("VI_1", "eth0", 1, "MASTER", vrrpFigures{master: 1}),
 				// A state this package does not know is shown as well.
-				`directord_vrrp_state{interface="eth0",state="INIT",vrid="3",vrrp_instance="VI_3"}`:    0,
-				`directord_vrrp_state{interface="eth0",state="BACKUP",vrid="3",vrrp_instance="VI_3"}`:  0,
-				`directord_vrrp_state{interface="eth0",state="MASTER",vrid="3",vrrp_instance="VI_3"}`:  0,
-				`directord_vrrp_state{interface="eth0",state="FAULT",vrid="3",vrrp_instance="VI_3"}`:   0,
-				`directord_vrrp_state{interface="eth0",state="STOPPED",vrid="3",vrrp_instance="VI_3"}`: 1,
-				`directord_vrrp_master{vrrp_instance="VI_3"}`:                                          0,
-				`directord_vrrp_handed_over{vrrp_instance="VI_3"}`:                                     0,
-				`directord_vrrp_priority{vrrp_instance="VI_3"}`:                                        0,
-				`directord_vrrp_effective_priority{vrrp_instance="VI_3"}`:                              0,
-				`directord_vrrp_transitions_total{vrrp_instance="VI_3"}`:                               0,
-				`directord_vrrp_adverts_sent_total{vrrp_instance="VI_3"}`:                              0,
-				`directord_vrrp_adverts_received_total{vrrp_instance="VI_3"}`:                          0,
-				// Two virtual servers named alike are told apart by position.
-				`directord_real_server_up{real_server="10.0.0.1:80",virtual_server="fwmark 1 (a.conf:3)"}`:      1,
-				`directord_real_server_weight{real_server="10.0.0.1:80",virtual_server="fwmark 1 (a.conf:3)"}`:  1,
-				`directord_real_server_drained{real_server="10.0.0.1:80",virtual_server="fwmark 1 (a.conf:3)"}`: 0,
-				`directord_virtual_server_real_servers{state="up",virtual_server="fwmark 1 (a.conf:3)"}`:        1,
-				`directord_virtual_server_real_servers{state="down",virtual_server="fwmark 1 (a.conf:3)"}`:      0,
-				`directord_virtual_server_quorum_up{virtual_server="fwmark 1 (a.conf:3)"}`:                      0,
-				`directord_virtual_server_real_servers{state="up",virtual_server="fwmark 1 (a.conf:9)"}`:        0,
-				`directord_virtual_server_real_servers{state="down",virtual_server="fwmark 1 (a.conf:9)"}`:      0,
-				`directord_virtual_server_quorum_up{virtual_server="fwmark 1 (a.conf:9)"}`:                      0,
-				// The same address and port over two protocols: by protocol.
-				`directord_virtual_server_real_servers{state="up",virtual_server="192.0.2.1 53 UDP"}`:   0,
-				`directord_virtual_server_real_servers{state="down",virtual_server="192.0.2.1 53 UDP"}`: 0,
-				`directord_virtual_server_quorum_up{virtual_server="192.0.2.1 53 UDP"}`:                 0,
-				`directord_virtual_server_real_servers{state="up",virtual_server="192.0.2.1 53 TCP"}`:   0,
-				`directord_virtual_server_real_servers{state="down",virtual_server="192.0.2.1 53 TCP"}`: 0,
-				`directord_virtual_server_quorum_up{virtual_server="192.0.2.1 53 TCP"}`:                 0,
-				`directord_ipvs_operations_total`:                                                       0,
-				`directord_ipvs_errors_total`:                                                           0,
-				`directord_ipvs_last_sync_timestamp_seconds`:                                            0,
-				`directord_reloads_total{result="ok"}`:                                                  0,
-				`directord_reloads_total{result="failed"}`:                                              0,
-				`directord_last_good_reload_timestamp_seconds`:                                          0,
-			},
+				vrrpSeries("VI_3", "eth0", 3, "STOPPED", vrrpFigures{}),
+				map[string]float64{
+					// Two virtual servers named alike are told apart by position.
+					`directord_real_server_up{real_server="10.0.0.1:80",virtual_server="fwmark 1 (a.conf:3)"}`:      1,
+					`directord_real_server_weight{real_server="10.0.0.1:80",virtual_server="fwmark 1 (a.conf:3)"}`:  1,
+					`directord_real_server_drained{real_server="10.0.0.1:80",virtual_server="fwmark 1 (a.conf:3)"}`: 0,
+					`directord_virtual_server_real_servers{state="up",virtual_server="fwmark 1 (a.conf:3)"}`:        1,
+					`directord_virtual_server_real_servers{state="down",virtual_server="fwmark 1 (a.conf:3)"}`:      0,
+					`directord_virtual_server_quorum_up{virtual_server="fwmark 1 (a.conf:3)"}`:                      0,
+					`directord_virtual_server_real_servers{state="up",virtual_server="fwmark 1 (a.conf:9)"}`:        0,
+					`directord_virtual_server_real_servers{state="down",virtual_server="fwmark 1 (a.conf:9)"}`:      0,
+					`directord_virtual_server_quorum_up{virtual_server="fwmark 1 (a.conf:9)"}`:                      0,
+					// The same address and port over two protocols: by protocol.
+					`directord_virtual_server_real_servers{state="up",virtual_server="192.0.2.1 53 UDP"}`:   0,
+					`directord_virtual_server_real_servers{state="down",virtual_server="192.0.2.1 53 UDP"}`: 0,
+					`directord_virtual_server_quorum_up{virtual_server="192.0.2.1 53 UDP"}`:                 0,
+					`directord_virtual_server_real_servers{state="up",virtual_server="192.0.2.1 53 TCP"}`:   0,
+					`directord_virtual_server_real_servers{state="down",virtual_server="192.0.2.1 53 TCP"}`: 0,
+					`directord_virtual_server_quorum_up{virtual_server="192.0.2.1 53 TCP"}`:                 0,
+				}),
 		},
 	}
 	for _, tt := range tests {
@@ -648,4 +592,62 @@ func TestObserveScriptDropped(t *testing.T) {
 			t.Errorf("%s = %v (shown %v), want %v", name, v, ok, want)
 		}
 	}
+}
+
+// vrrpFigures are an instance's figures in its directord_vrrp_ series.
+type vrrpFigures struct {
+	master, handedOver, priority, effective, transitions, sent, received float64
+}
+
+// vrrpSeries is the directord_vrrp_ series of one instance in state,
+// without its drops: one a state the package knows (and state itself,
+// were it another), then f.
+func vrrpSeries(name, iface string, vrid int, state string, f vrrpFigures) map[string]float64 {
+	out := map[string]float64{}
+	states := []string{"INIT", "BACKUP", "MASTER", "FAULT"}
+	if !slices.Contains(states, state) {
+		states = append(states, state)
+	}
+	for _, s := range states {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		out[fmt.Sprintf(`directord_vrrp_state{interface="%s",state="%s",vrid="%d",vrrp_instance="%s"}`, iface, s, vrid, name)] = v
+	}
+	for metric, v := range map[string]float64{"master": f.master, "handed_over": f.handedOver, "priority": f.priority,
+		"effective_priority": f.effective, "transitions_total": f.transitions, "adverts_sent_total": f.sent,
+		"adverts_received_total": f.received} {
+		out[`directord_vrrp_`+metric+`{vrrp_instance="`+name+`"}`] = v
+	}
+	return out
+}
+
+// idleSeries is what a directord of version that has done nothing yet
+// shows.
+func idleSeries(version string) map[string]float64 {
+	return map[string]float64{
+		`directord_build_info{version="` + version + `"}`: 1,
+		`directord_start_time_seconds`:                    0,
+		`directord_ipvs_operations_total`:                 0,
+		`directord_ipvs_errors_total`:                     0,
+		`directord_ipvs_last_sync_timestamp_seconds`:      0,
+		`directord_reloads_total{result="ok"}`:            0,
+		`directord_reloads_total{result="failed"}`:        0,
+		`directord_last_good_reload_timestamp_seconds`:    0,
+	}
+}
+
+// merge is the union of maps, none of which may give a key twice.
+func merge(maps ...map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range maps {
+		for k, v := range m {
+			if _, dup := out[k]; dup {
+				panic("series " + k + " given twice")
+			}
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,18 +9,7 @@ import (
 // VRRP's failover: two rows, BGP+BFD over each VRRP version, each with
 // its ratio and both bounds.
 func TestBGPFailoverRows(t *testing.T) {
-	dir := t.TempDir()
-	b, err := os.ReadFile("../../../docs/bench-data/failover-bgp-2026-12-02.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "run.txt"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := loadRun(t, "failover-bgp-2026-12-02.txt")
 	var rows []row
 	for _, x := range r.rows() {
 		if strings.HasPrefix(x.figure, "failover, BGP+BFD") && x.haveD {

@@ -22,18 +22,7 @@ func TestChecksRowsAndPlot(t *testing.T) {
 		{"checks-2026-12-01-cdc673f.txt", 5, "(SSL_GET every 2 s): CPU per check served"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			dir := t.TempDir()
-			b, err := os.ReadFile(filepath.Join("../../../docs/bench-data", c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "run.txt"), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			r, err := load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, dir := loadRun(t, c.file)
 			if n := len(r.checkSizes()); n != c.sizes {
 				t.Errorf("%d sizes, want %d", n, c.sizes)
 			}
@@ -45,4 +34,23 @@ func TestChecksRowsAndPlot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loadRun loads the committed run docs/bench-data/FILE alone, from a
+// folder of its own (returned, for what the test writes beside it).
+func loadRun(t *testing.T, file string) (*results, string) {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("../../../docs/bench-data", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "run.txt"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, dir
 }
