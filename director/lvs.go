@@ -55,6 +55,8 @@ type LVS struct {
 	// it before Run, the default is /proc/sys.
 	Sysctls Sysctls
 	sloppy  map[string]sloppyHeld
+	// sloppyOn: the setting was 1 at the last applySloppy.
+	sloppyOn map[string]bool
 
 	want    ipvs.Table // what the pools want, kept between changes
 	updates chan update
@@ -113,7 +115,10 @@ type LVS struct {
 type Serving struct {
 	VS *config.VirtualServer
 	// Programmed: its services are in the kernel as wanted (the last
-	// attempt to program it succeeded).
+	// attempt to program it succeeded) and, for a virtual server announced
+	// by BGP, the sloppy setting its protocol needs is 1 (sloppyNeeded):
+	// what a director must have before a router sends it flows that
+	// another director started.
 	Programmed bool
 	Quorum     bool
 }
@@ -125,7 +130,7 @@ func (l *LVS) serving(programmed bool) {
 	}
 	out := make([]Serving, len(l.pools))
 	for i, p := range l.pools {
-		out[i] = Serving{VS: p.VS, Programmed: programmed, Quorum: p.QuorumUp()}
+		out[i] = Serving{VS: p.VS, Programmed: programmed && l.sloppyReady(p.VS), Quorum: p.QuorumUp()}
 	}
 	l.OnServing(out)
 }
@@ -376,6 +381,12 @@ func (l *LVS) Run(ctx context.Context) error {
 			}
 			backoff = l.RetryMin
 			l.applySloppy(l.announces())
+			if l.sloppyMissing() {
+				// Not announced until it is: tried again with the
+				// backoff, not only at the next resync.
+				retry.Reset(backoff)
+				backoff = min(2*backoff, l.RetryMax)
+			}
 			l.serving(true)
 			if len(res.Ops) > 0 || first {
 				l.log.Info("ipvs table programmed", "ops", len(res.Ops), "read_kernel", res.Read,

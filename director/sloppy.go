@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/directord/directord/config"
 	"github.com/directord/directord/ipvs"
 )
 
@@ -122,6 +123,31 @@ func (l *LVS) announces() bool {
 	return false
 }
 
+// sloppyNeeded is the sloppy setting an announced virtual server needs
+// before it may be announced: sloppy_sctp for SCTP, none for UDP (IPVS
+// schedules a UDP flow from any datagram), sloppy_tcp for TCP and for a
+// fwmark service, which takes TCP too.
+func sloppyNeeded(vs *config.VirtualServer) string {
+	switch {
+	case vs.Announce == nil:
+		return ""
+	case vs.Protocol == config.SCTP:
+		return "sloppy_sctp"
+	case vs.Protocol == config.UDP:
+		return ""
+	}
+	return "sloppy_tcp"
+}
+
+// sloppyReady reports whether the sloppy setting vs needs is 1 as the
+// last applySloppy left it: until then the virtual server is not served
+// as BGP needs (the flows another director started would be dropped, or
+// reset by this director's own stack), and it is not announced.
+func (l *LVS) sloppyReady(vs *config.VirtualServer) bool {
+	name := sloppyNeeded(vs)
+	return name == "" || l.sloppyOn[name]
+}
+
 // applySloppy brings the sloppy settings where sloppyStep puts them, for
 // announced. It runs after each full sync (the start, every resync, a
 // reload) and at the stop; the kernel creates the settings with the ip_vs
@@ -129,9 +155,11 @@ func (l *LVS) announces() bool {
 func (l *LVS) applySloppy(announced bool) {
 	if l.sloppy == nil {
 		l.sloppy = map[string]sloppyHeld{}
+		l.sloppyOn = map[string]bool{}
 	}
 	for _, name := range sloppySysctls {
 		h := l.sloppy[name]
+		l.sloppyOn[name] = false
 		logErr := func(op string, err error) {
 			if err.Error() != h.Err {
 				h.Err = err.Error()
@@ -164,5 +192,17 @@ func (l *LVS) applySloppy(announced bool) {
 		}
 		a.Held.Err = ""
 		l.sloppy[name] = a.Held
+		l.sloppyOn[name] = cur == "1" || a.Write == "1"
 	}
+}
+
+// sloppyMissing reports whether a virtual server waits for its sloppy
+// setting (sloppyReady) to be announced.
+func (l *LVS) sloppyMissing() bool {
+	for _, p := range l.pools {
+		if !l.sloppyReady(p.VS) {
+			return true
+		}
+	}
+	return false
 }

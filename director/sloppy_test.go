@@ -2,7 +2,10 @@ package director
 
 import (
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -119,4 +122,100 @@ func TestLVSSloppyWhileAnnounced(t *testing.T) {
 			t.Errorf("after stop: %s, want 0 0", got)
 		}
 	})
+}
+
+// refusingSysctls are settings whose writes fail while refuse is set, as
+// in a container whose /proc/sys is read-only.
+type refusingSysctls struct {
+	mu     sync.Mutex
+	vals   map[string]string
+	refuse bool
+}
+
+func (s *refusingSysctls) Sysctl(name string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.vals[name], nil
+}
+
+func (s *refusingSysctls) SetSysctl(name, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refuse {
+		return &os.PathError{Op: "open", Path: "/proc/sys/net/ipv4/vs/" + name, Err: syscall.EROFS}
+	}
+	s.vals[name] = value
+	return nil
+}
+
+// TestLVSNotServingWithoutSloppy: a virtual server announced by BGP is not
+// served (OnServing says not programmed, so BGP does not announce it)
+// while sloppy_tcp cannot be set to 1: a router would send it flows that
+// another director started, which IPVS drops without it. Once the setting
+// takes, within the retry's backoff, it is.
+func TestLVSNotServingWithoutSloppy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		l := newLVS(t, parse(t, announcedConf), k)
+		sys := &refusingSysctls{vals: map[string]string{"sloppy_tcp": "0", "sloppy_sctp": "0"}, refuse: true}
+		l.Sysctls = sys
+		var mu sync.Mutex
+		var last []Serving
+		l.OnServing = func(s []Serving) {
+			mu.Lock()
+			defer mu.Unlock()
+			last = s
+		}
+		programmed := func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(last) != 1 {
+				t.Fatalf("OnServing gave %d pools", len(last))
+			}
+			return last[0].Programmed
+		}
+		_, stop := running(t, l)
+		synctest.Wait()
+		if svcs, err := k.Services(); err != nil || len(svcs) != 1 {
+			t.Fatalf("the table is not programmed: %v %v", svcs, err)
+		}
+		if programmed() {
+			t.Error("served while sloppy_tcp is 0 and cannot be set")
+		}
+		sys.mu.Lock()
+		sys.refuse = false
+		sys.mu.Unlock()
+		time.Sleep(l.RetryMax)
+		synctest.Wait()
+		if !programmed() {
+			t.Error("not served once sloppy_tcp could be set")
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestSloppyNeeded: the setting each protocol of an announced virtual
+// server needs.
+func TestSloppyNeeded(t *testing.T) {
+	for _, c := range []struct {
+		proto     string
+		announced bool
+		want      string
+	}{
+		{"TCP", true, "sloppy_tcp"},
+		{"SCTP", true, "sloppy_sctp"},
+		{"UDP", true, ""},
+		{"TCP", false, ""},
+	} {
+		conf := strings.Replace(announcedConf, "protocol TCP", "protocol "+c.proto, 1)
+		if !c.announced {
+			conf = strings.Replace(conf, "    announce bgp\n", "", 1)
+		}
+		vs := parse(t, conf).VirtualServers[0]
+		if got := sloppyNeeded(vs); got != c.want {
+			t.Errorf("%s, announced %v: %q, want %q", c.proto, c.announced, got, c.want)
+		}
+	}
 }

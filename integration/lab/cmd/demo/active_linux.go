@@ -76,12 +76,23 @@ func (d *demo) runActive(o lab.Options) {
 			d.printf("    The router's next hops %s, %s after the change.\n", hops(l.NextHops()), secs(took))
 			d.printf("    New connections begun meanwhile: %s.\n", failures(before))
 			alive := 0
+			var first string
 			for _, c := range conns {
-				if s, err := c.Get(); err == nil && s == c.Server {
+				s, err := c.Get()
+				switch {
+				case err == nil && s == c.Server:
 					alive++
+				case first != "":
+				case err != nil:
+					first = fmt.Sprintf("port %d: %v", c.ClientPort(), err)
+				default:
+					first = fmt.Sprintf("port %d: answered by %s, was %s", c.ClientPort(), s, c.Server)
 				}
 			}
 			d.printf("    Long-lived connections answering, by their first real server: %d of %d.\n", alive, len(conns))
+			if first != "" {
+				d.printf("    The first lost: %s.\n", first)
+			}
 			return fmt.Sprintf("converged in %s; %d/%d long-lived", secs(took), alive, len(conns))
 		})
 	}
