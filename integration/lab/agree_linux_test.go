@@ -1,13 +1,17 @@
 package lab
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/directord/directord/ipvs"
 )
 
 // agreeWithin bounds how long the directors take to report equal digests
@@ -123,6 +127,179 @@ func TestDigests(t *testing.T) {
 		if got != first {
 			t.Errorf("%s: directorctl status --json says digest %q, want %q", d.Name, got, first)
 		}
+	}
+	t.Logf("the whole test took %v in the guest", time.Since(start).Round(time.Millisecond))
+}
+
+// The probe flows of TestRealServerAdded: new connections from the
+// client's ports probeBase to probeBase+probes-1, below the kernel's
+// ephemeral range (32768 to 60999), so that no other connection of the
+// client takes one of them.
+const (
+	probeBase = 20000
+	probes    = 300
+)
+
+// probe sends one request from each of the probe ports, each on a new
+// connection, 8 at a time, and returns the real server that answered
+// each port's, or why it failed.
+func probe(l *Lab) ([]string, []error) {
+	servers := make([]string, probes)
+	errs := make([]error, probes)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 8)
+	for i := range probes {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			r := l.GetFrom(uint16(probeBase + i))
+			servers[i], errs[i] = r.Server, r.Err
+		})
+	}
+	wg.Wait()
+	return servers, errs
+}
+
+// waitProbesForgotten waits until no director's connection table holds
+// a probe flow: a new connection from a port whose entry lives on goes
+// to that entry's real server (in direct routing the entry stays in
+// FIN_WAIT, which the kernel does not reschedule by default:
+// conn_reuse_mode), not where the table would send it.
+func waitProbesForgotten(t *testing.T, l *Lab) time.Duration {
+	t.Helper()
+	return WaitFor(t, 60*time.Second, "no director's table holds a probe flow", func() bool {
+		for _, d := range l.Directors {
+			cs, err := d.Conns()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cs {
+				if p := c.Client.Port(); c.Client.Addr() == ClientAddr && p >= probeBase && p < probeBase+probes {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// rs4Addr is the real server TestRealServerAdded adds: the highest
+// address, so that it goes at the head of the Maglev list (one addition
+// on each director, docs/ipvs.md).
+var rs4Addr = netip.MustParseAddr("10.1.0.24")
+
+// TestRealServerAdded: a 4th real server added to the three active
+// directors' files and reloaded one after the other, as an operator
+// would, while the long-lived connections chatter (a request every
+// 100 ms each). Every one of them goes on, answered by its first real
+// server; the directors' digests are equal after the add (and not the
+// one before); and of probes new flows, each from its own client port
+// (which mh-port hashes), sent before the add and again after it, the
+// fraction that a different real server answers is measured: the ideal
+// is 1/4 (only those that go to the new server), a full reshuffle would
+// move 3/4. It must be above 0 and under a half; every probe after the
+// add is answered.
+func TestRealServerAdded(t *testing.T) {
+	start := time.Now()
+	l := newActiveLab(t)
+	l.Up()
+	first, _ := l.WaitDigestsEqual(agreeWithin)
+	// The probes' entries expire 1 s after their close (FIN_WAIT),
+	// not after the kernel's 2 minutes, so that the same ports can be
+	// probed again after the add (waitProbesForgotten).
+	for _, d := range l.Directors {
+		if err := d.ipvs.SetTimeouts(ipvs.Timeouts{TCPFin: time.Second}); err != nil {
+			t.Fatalf("%s: %v", d.Name, err)
+		}
+	}
+	// The client may close a probe first (it does not wait for the real
+	// server's FIN), and a port in TIME_WAIT takes a new connection to
+	// the same address only with tcp_tw_reuse.
+	l.sysctl(l.Client, "net/ipv4/tcp_tw_reuse", "1")
+	conns := dialActive(t, l, activeConns)
+	ch := chat(conns)
+	t.Cleanup(ch.end)
+
+	// Before the add, a probe that fails is tried again from its port (up
+	// to 3 times in all): where it goes before is the premise, not what is
+	// measured, and in a starved guest a handshake may time out. Its
+	// entry, if any, sends it to the same real server again.
+	probed := time.Now()
+	before, errs := probe(l)
+	retried := 0
+	for i, err := range errs {
+		for try := 1; err != nil && try < 3; try++ {
+			retried++
+			r := l.GetFrom(uint16(probeBase + i))
+			before[i], err = r.Server, r.Err
+		}
+		if err != nil {
+			t.Fatalf("probe from port %d, before the add, 3 tries: %v%s", probeBase+i, err, machine(l, probed, time.Time{}, margin))
+		}
+	}
+	t.Logf("%d probes before the add in %v, %d tried again", probes, time.Since(probed).Round(time.Millisecond), retried)
+
+	rs4 := l.AddRealServer("rs4", rs4Addr)
+	reals := append(slices.Clone(RealAddrs), rs4.Addr)
+	added := time.Now()
+	for _, d := range l.Directors {
+		d.WriteConfig(reals)
+		d.Reload()
+	}
+	took := l.WaitAnnounced(l.Directors, converge)
+	digest, _ := l.WaitDigestsEqual(agreeWithin)
+	if digest == first {
+		t.Errorf("the digest after the add is the one before, %s", digest)
+	}
+	t.Logf("rs4 added: every director holds it %v after the first reload (%v after the last), digests equal: %s", time.Since(added).Round(time.Millisecond), took.Round(time.Millisecond), digest)
+	forgot := waitProbesForgotten(t, l)
+
+	probed = time.Now()
+	after, errs := probe(l)
+	failed, moved, toNew := 0, 0, 0
+	var firstErr error
+	spread := map[string][2]int{}
+	for i := range probes {
+		if errs[i] != nil {
+			failed++
+			firstErr = cmp.Or(firstErr, errs[i])
+			continue
+		}
+		n := spread[before[i]]
+		n[0]++
+		spread[before[i]] = n
+		n = spread[after[i]]
+		n[1]++
+		spread[after[i]] = n
+		if after[i] != before[i] {
+			moved++
+			if after[i] == rs4.Name {
+				toNew++
+			}
+		}
+	}
+	var sp []string
+	for _, r := range l.Reals {
+		sp = append(sp, fmt.Sprintf("%s %d→%d", r.Name, spread[r.Name][0], spread[r.Name][1]))
+	}
+	answered := probes - failed
+	t.Logf("%d probes after the add in %v (their old entries gone %v after the digests agreed), %d answered: %d (%.1f%%) on another real server than before, %d of them on rs4, %d moved between the first three; by real server, before→after: %s",
+		probes, time.Since(probed).Round(time.Millisecond), forgot.Round(time.Millisecond), answered, moved, 100*float64(moved)/float64(max(answered, 1)), toNew, moved-toNew, strings.Join(sp, ", "))
+	if failed != 0 {
+		t.Errorf("%d of %d new flows after the add failed; the first: %v%s", failed, probes, firstErr, machine(l, probed, time.Time{}, margin))
+	}
+	if moved == 0 || 2*moved >= answered {
+		t.Errorf("%d of %d new flows went elsewhere than before the add: want more than none (rs4 takes its share) and under half (3/4 would be a full reshuffle)", moved, answered)
+	}
+
+	ch.end()
+	if n, reqs, first := ch.broken(); n != 0 {
+		t.Errorf("%d of %d long-lived connections broke or moved (of %d requests); the first: %v", n, activeConns, reqs, first)
+	} else {
+		t.Logf("the %d long-lived connections went on through the add, %d requests, each answered by its first real server", activeConns, reqs)
+	}
+	if got := getAll(conns); got != activeConns {
+		t.Errorf("at the end %d of %d long-lived connections answered by their first real server", got, activeConns)
 	}
 	t.Logf("the whole test took %v in the guest", time.Since(start).Round(time.Millisecond))
 }

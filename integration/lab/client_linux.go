@@ -20,15 +20,19 @@ import (
 
 // Get sends one request to the VIP from the client, on a new connection
 // (TCP and TLS), and says which real server answered.
-func (l *Lab) Get() Result {
+func (l *Lab) Get() Result { return l.GetFrom(0) }
+
+// GetFrom is Get from the client's port port (0: any): with mh-port, the
+// flow's hash is of the client's address and that port.
+func (l *Lab) GetFrom(port uint16) Result {
 	r := Result{Start: time.Now()}
-	r.Server, r.Err = l.get(r.Start.Add(RequestTimeout))
+	r.Server, r.Err = l.get(port, r.Start.Add(RequestTimeout))
 	r.End = time.Now()
 	return r
 }
 
-func (l *Lab) get(deadline time.Time) (string, error) {
-	c, err := l.dial(deadline)
+func (l *Lab) get(port uint16, deadline time.Time) (string, error) {
+	c, err := l.dialPort(port, deadline)
 	if err != nil {
 		return "", err
 	}
