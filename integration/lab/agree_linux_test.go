@@ -140,19 +140,19 @@ const (
 	probes    = 300
 )
 
-// probe sends one request from each of the probe ports, each on a new
-// connection, 8 at a time, and returns the real server that answered
-// each port's, or why it failed.
-func probe(l *Lab) ([]string, []error) {
-	servers := make([]string, probes)
-	errs := make([]error, probes)
+// probe sends one request from each of ports, each on a new connection,
+// 8 at a time, and returns the real server that answered each, or why it
+// failed.
+func probe(l *Lab, ports []uint16) ([]string, []error) {
+	servers := make([]string, len(ports))
+	errs := make([]error, len(ports))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, 8)
-	for i := range probes {
+	for i, p := range ports {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			r := l.GetFrom(uint16(probeBase + i))
+			r := l.GetFrom(p)
 			servers[i], errs[i] = r.Server, r.Err
 		})
 	}
@@ -161,12 +161,16 @@ func probe(l *Lab) ([]string, []error) {
 }
 
 // waitProbesForgotten waits until no director's connection table holds
-// a probe flow: a new connection from a port whose entry lives on goes
+// a flow from one of ports: a new connection from a port whose entry lives on goes
 // to that entry's real server (in direct routing the entry stays in
 // FIN_WAIT, which the kernel does not reschedule by default:
 // conn_reuse_mode), not where the table would send it.
-func waitProbesForgotten(t *testing.T, l *Lab) time.Duration {
+func waitProbesForgotten(t *testing.T, l *Lab, ports []uint16) time.Duration {
 	t.Helper()
+	probed := map[uint16]bool{}
+	for _, p := range ports {
+		probed[p] = true
+	}
 	return WaitFor(t, 60*time.Second, "no director's table holds a probe flow", func() bool {
 		for _, d := range l.Directors {
 			cs, err := d.Conns()
@@ -174,7 +178,7 @@ func waitProbesForgotten(t *testing.T, l *Lab) time.Duration {
 				t.Fatal(err)
 			}
 			for _, c := range cs {
-				if p := c.Client.Port(); c.Client.Addr() == ClientAddr && p >= probeBase && p < probeBase+probes {
+				if c.Client.Addr() == ClientAddr && probed[c.Client.Port()] {
 					return false
 				}
 			}
@@ -220,24 +224,34 @@ func TestRealServerAdded(t *testing.T) {
 	ch := chat(conns)
 	t.Cleanup(ch.end)
 
-	// Before the add, a probe that fails is tried again from its port (up
-	// to 3 times in all): where it goes before is the premise, not what is
-	// measured, and in a starved guest a handshake may time out. Its
-	// entry, if any, sends it to the same real server again.
-	probed := time.Now()
-	before, errs := probe(l)
-	retried := 0
-	for i, err := range errs {
-		for try := 1; err != nil && try < 3; try++ {
-			retried++
-			r := l.GetFrom(uint16(probeBase + i))
-			before[i], err = r.Server, r.Err
-		}
-		if err != nil {
-			t.Fatalf("probe from port %d, before the add, 3 tries: %v%s", probeBase+i, err, machine(l, probed, time.Time{}, margin))
-		}
+	// Before the add, a port whose probe fails is left out of the
+	// measurement: where its flow goes before is the premise, not what is
+	// measured, and in a starved guest a handshake may time out. It is
+	// not tried again: the client's socket of the failed try may hold the
+	// port for a while (a connect from it then fails at once, "cannot
+	// assign requested address"). More than a tenth failing is no
+	// premise.
+	var ports []uint16
+	for p := range uint16(probes) {
+		ports = append(ports, probeBase+p)
 	}
-	t.Logf("%d probes before the add in %v, %d tried again", probes, time.Since(probed).Round(time.Millisecond), retried)
+	probed := time.Now()
+	servers, errs := probe(l, ports)
+	var kept []uint16
+	var before []string
+	var firstErr error
+	for i, err := range errs {
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		kept = append(kept, ports[i])
+		before = append(before, servers[i])
+	}
+	if 10*len(kept) < 9*probes {
+		t.Fatalf("%d of %d probes before the add failed; the first: %v%s", probes-len(kept), probes, firstErr, machine(l, probed, time.Time{}, margin))
+	}
+	t.Logf("%d probes before the add in %v: %d answered, measured (the first failure: %v)", probes, time.Since(probed).Round(time.Millisecond), len(kept), firstErr)
 
 	rs4 := l.AddRealServer("rs4", rs4Addr)
 	reals := append(slices.Clone(RealAddrs), rs4.Addr)
@@ -252,14 +266,14 @@ func TestRealServerAdded(t *testing.T) {
 		t.Errorf("the digest after the add is the one before, %s", digest)
 	}
 	t.Logf("rs4 added: every director holds it %v after the first reload (%v after the last), digests equal: %s", time.Since(added).Round(time.Millisecond), took.Round(time.Millisecond), digest)
-	forgot := waitProbesForgotten(t, l)
+	forgot := waitProbesForgotten(t, l, kept)
 
 	probed = time.Now()
-	after, errs := probe(l)
+	after, errs := probe(l, kept)
 	failed, moved, toNew := 0, 0, 0
-	var firstErr error
+	firstErr = nil
 	spread := map[string][2]int{}
-	for i := range probes {
+	for i := range kept {
 		if errs[i] != nil {
 			failed++
 			firstErr = cmp.Or(firstErr, errs[i])
@@ -282,11 +296,11 @@ func TestRealServerAdded(t *testing.T) {
 	for _, r := range l.Reals {
 		sp = append(sp, fmt.Sprintf("%s %d→%d", r.Name, spread[r.Name][0], spread[r.Name][1]))
 	}
-	answered := probes - failed
+	answered := len(kept) - failed
 	t.Logf("%d probes after the add in %v (their old entries gone %v after the digests agreed), %d answered: %d (%.1f%%) on another real server than before, %d of them on rs4, %d moved between the first three; by real server, before→after: %s",
-		probes, time.Since(probed).Round(time.Millisecond), forgot.Round(time.Millisecond), answered, moved, 100*float64(moved)/float64(max(answered, 1)), toNew, moved-toNew, strings.Join(sp, ", "))
+		len(kept), time.Since(probed).Round(time.Millisecond), forgot.Round(time.Millisecond), answered, moved, 100*float64(moved)/float64(max(answered, 1)), toNew, moved-toNew, strings.Join(sp, ", "))
 	if failed != 0 {
-		t.Errorf("%d of %d new flows after the add failed; the first: %v%s", failed, probes, firstErr, machine(l, probed, time.Time{}, margin))
+		t.Errorf("%d of %d new flows after the add failed; the first: %v%s", failed, len(kept), firstErr, machine(l, probed, time.Time{}, margin))
 	}
 	if moved == 0 || 2*moved >= answered {
 		t.Errorf("%d of %d new flows went elsewhere than before the add: want more than none (rs4 takes its share) and under half (3/4 would be a full reshuffle)", moved, answered)
