@@ -204,6 +204,7 @@ var vsBlock = &block[VirtualServer]{
 						return
 					}
 					vs.Scheduler = s
+					markSet(&vs.set, n)
 				}
 			},
 			"lvs_method": func(d *decoder, n *Node, vs *VirtualServer) {

@@ -479,6 +479,7 @@ func (d *decoder) resolveVS(vs *VirtualServer) {
 		kept = append(kept, f)
 	}
 	vs.SchedFlags = kept
+	d.maglevWithoutFallback(vs)
 	if vs.Addr.IsValid() && vs.Addr.Port() == 0 && vs.Persistence == nil {
 		d.rep.warnf(vs.Pos, "virtual_server", "a virtual server without a port must be persistent: persistence_timeout 360, as keepalived sets")
 		vs.persistence()
@@ -750,4 +751,42 @@ func vmacName(prefix string, vrid int, ipv6 bool, taken map[string]bool) string 
 		}
 	}
 	return n
+}
+
+// maglevWithoutFallback advises, with a warning, a virtual server of
+// lvs_sched mh without mh-fallback (flag-1) whose real servers may leave
+// or sit at weight 0: the file is keepalived's and runs as keepalived
+// runs it (keepalived gives no such advice, so -t counts no difference),
+// but its Maglev table then moves or refuses flows where mh-fallback
+// would send them on. What the kernel does (ip_vs_mh.c): a destination
+// at weight 0 keeps the slots of its last non-zero weight, and without
+// mh-fallback a new flow that hashes to one finds no destination, which
+// ip_vs_leave answers with ICMP port unreachable; a removed destination
+// gives its slots to the others, and the table rebuilt without it moves
+// some flows of those that stay too. Every real server may be drained
+// (directorctl drain: weight 0), so any mh service with real servers is
+// told; one with checks is told also what a failure does.
+func (d *decoder) maglevWithoutFallback(vs *VirtualServer) {
+	if vs.Scheduler != "mh" || len(vs.RealServers) == 0 {
+		return
+	}
+	for _, f := range vs.SchedFlags {
+		if f == "mh-fallback" || f == "flag-1" {
+			return
+		}
+	}
+	pos, kw := vs.set["lvs_sched"], "lvs_sched"
+	if p, ok := vs.set["lb_algo"]; ok && (pos == Pos{} || p.Line > pos.Line) {
+		pos, kw = p, "lb_algo"
+	}
+	checked := false
+	for _, rs := range vs.RealServers {
+		checked = checked || len(rs.Checkers) > 0
+	}
+	const advice = "add mh-fallback, and directord holds a failed or drained real server at weight 0 while the kernel sends its new flows on to the next server (docs/ipvs.md, Maglev services)"
+	if checked {
+		d.rep.warnf(pos, kw, "mh without mh-fallback: a real server that fails its checks is removed, and the Maglev table rebuilt without it moves some new flows of the other real servers too; one at weight 0 (drained by directorctl drain, or failed with inhibit_on_failure) keeps its slots in the table, and the kernel refuses the new connections that hash to them (ICMP port unreachable); %s", advice)
+		return
+	}
+	d.rep.warnf(pos, kw, "mh without mh-fallback: a real server at weight 0 (drained by directorctl drain, or so in the file) keeps its slots in the Maglev table, and the kernel refuses the new connections that hash to them (ICMP port unreachable); %s", advice)
 }

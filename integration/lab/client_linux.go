@@ -20,15 +20,19 @@ import (
 
 // Get sends one request to the VIP from the client, on a new connection
 // (TCP and TLS), and says which real server answered.
-func (l *Lab) Get() Result {
+func (l *Lab) Get() Result { return l.GetFrom(0) }
+
+// GetFrom is Get from the client's port port (0: any): with mh-port, the
+// flow's hash is of the client's address and that port.
+func (l *Lab) GetFrom(port uint16) Result {
 	r := Result{Start: time.Now()}
-	r.Server, r.Err = l.get(r.Start.Add(RequestTimeout))
+	r.Server, r.Err = l.get(port, r.Start.Add(RequestTimeout))
 	r.End = time.Now()
 	return r
 }
 
-func (l *Lab) get(deadline time.Time) (string, error) {
-	c, err := l.dial(deadline)
+func (l *Lab) get(port uint16, deadline time.Time) (string, error) {
+	c, err := l.dialPort(port, deadline)
 	if err != nil {
 		return "", err
 	}
@@ -44,8 +48,11 @@ func (l *Lab) get(deadline time.Time) (string, error) {
 func closeTCP(c *tls.Conn) error { return c.NetConn().Close() }
 
 // dial opens a TLS connection from the client to the VIP.
-func (l *Lab) dial(deadline time.Time) (*tls.Conn, error) {
-	c, err := dialFrom(l.Client, ServiceAddress, deadline)
+func (l *Lab) dial(deadline time.Time) (*tls.Conn, error) { return l.dialPort(0, deadline) }
+
+// dialPort is dial from the client's port port (0: any).
+func (l *Lab) dialPort(port uint16, deadline time.Time) (*tls.Conn, error) {
+	c, err := dialFrom(l.Client, port, ServiceAddress, deadline)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", ServiceAddress, err)
 	}
@@ -58,13 +65,14 @@ func (l *Lab) dial(deadline time.Time) (*tls.Conn, error) {
 	return tc, nil
 }
 
-// dialFrom opens a TCP connection to addr from ns. Only the socket is made
+// dialFrom opens a TCP connection to addr from ns, from the local port
+// port (SO_REUSEADDR; 0: one the kernel picks). Only the socket is made
 // on a thread inside ns (a socket stays in the namespace it was made in);
 // it connects from anywhere. A thread locked for a whole connect would
 // hold the guest's one CPU's scheduler: each wake-up of its goroutine
 // hands the CPU to that thread, and with many connects waiting through a
 // failover, the test's own servers starved for seconds.
-func dialFrom(ns *nstest.NS, addr netip.AddrPort, deadline time.Time) (net.Conn, error) {
+func dialFrom(ns *nstest.NS, port uint16, addr netip.AddrPort, deadline time.Time) (net.Conn, error) {
 	var fd int
 	err := inNS(ns, func() (err error) {
 		fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
@@ -72,6 +80,16 @@ func dialFrom(ns *nstest.NS, addr netip.AddrPort, deadline time.Time) (net.Conn,
 	})
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
+	}
+	if port != 0 {
+		err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+		if err == nil {
+			err = syscall.Bind(fd, &syscall.SockaddrInet4{Port: int(port)})
+		}
+		if err != nil {
+			syscall.Close(fd)
+			return nil, fmt.Errorf("bind port %d: %w", port, err)
+		}
 	}
 	// A non-blocking descriptor: os.File waits for it in the runtime's
 	// poller, with deadlines.

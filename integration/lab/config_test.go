@@ -152,8 +152,8 @@ func TestActiveConfigSaysWhatTheLabAssumes(t *testing.T) {
 			if vs.Addr != ServiceAddress || vs.Scheduler != "mh" || vs.Method.Kind != config.DR || len(vs.RealServers) != len(RealAddrs) {
 				t.Fatalf("virtual server %v %s %s with %d real servers", vs.Addr, vs.Scheduler, vs.Method.Kind, len(vs.RealServers))
 			}
-			if !slices.Contains(vs.SchedFlags, "mh-port") || vs.Announce == nil {
-				t.Errorf("flags %v, announce %+v; the lab assumes mh-port and announce bgp", vs.SchedFlags, vs.Announce)
+			if !slices.Contains(vs.SchedFlags, "mh-port") || !slices.Contains(vs.SchedFlags, "mh-fallback") || vs.Announce == nil {
+				t.Errorf("flags %v, announce %+v; the lab assumes mh-port, mh-fallback (TestDigests holds a failed real server at weight 0) and announce bgp", vs.SchedFlags, vs.Announce)
 			}
 			b := cfg.Global.BGP
 			if b == nil || b.LocalAS != DirectorAS || len(b.Neighbors) != 1 {

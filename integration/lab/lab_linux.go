@@ -128,30 +128,38 @@ func New(t nstest.TB, o Options) *Lab {
 		l.FRR = frrtest.Start(t, l.Router, conf)
 	}
 	for i, a := range RealAddrs {
-		r := &RealServer{l: l, Name: fmt.Sprintf("rs%d", i+1), Addr: a}
-		r.NS = l.host(r.Name)
-		l.Switch.Plug(t, r.NS, "eth0", prefix(a))
-		l.defaultRoute(r.NS, RouterInside)
-		// Direct routing: the VIP on lo, never announced nor answered
-		// for in ARP, so that only the master draws the VIP's traffic.
-		for _, s := range []string{"all", "eth0"} {
-			l.sysctl(r.NS, "net/ipv4/conf/"+s+"/arp_ignore", "1")
-			l.sysctl(r.NS, "net/ipv4/conf/"+s+"/arp_announce", "2")
-		}
-		lo, err := r.NS.NL.LinkByName("lo")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.NS.NL.AddrAdd(lo, &netlink.Addr{IPNet: hostNet(VIP)}); err != nil {
-			t.Fatalf("VIP on %s's lo: %v", r.Name, err)
-		}
-		r.start()
-		l.Reals = append(l.Reals, r)
+		l.Reals = append(l.Reals, l.newRealServer(fmt.Sprintf("rs%d", i+1), a))
 	}
 	for _, r := range l.Reals {
 		r.waitListening()
 	}
 	return l
+}
+
+// newRealServer builds a real server's host on the service LAN and starts
+// its process; waitListening waits until it serves.
+func (l *Lab) newRealServer(name string, a netip.Addr) *RealServer {
+	t := l.t
+	t.Helper()
+	r := &RealServer{l: l, Name: name, Addr: a}
+	r.NS = l.host(r.Name)
+	l.Switch.Plug(t, r.NS, "eth0", prefix(a))
+	l.defaultRoute(r.NS, RouterInside)
+	// Direct routing: the VIP on lo, never announced nor answered
+	// for in ARP, so that only the master draws the VIP's traffic.
+	for _, s := range []string{"all", "eth0"} {
+		l.sysctl(r.NS, "net/ipv4/conf/"+s+"/arp_ignore", "1")
+		l.sysctl(r.NS, "net/ipv4/conf/"+s+"/arp_announce", "2")
+	}
+	lo, err := r.NS.NL.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.NS.NL.AddrAdd(lo, &netlink.Addr{IPNet: hostNet(VIP)}); err != nil {
+		t.Fatalf("VIP on %s's lo: %v", r.Name, err)
+	}
+	r.start()
+	return r
 }
 
 // host makes a namespace whose new interfaces skip IPv6 duplicate address
