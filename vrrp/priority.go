@@ -75,6 +75,22 @@ func trackedOf(ci *config.Instance, g *config.SyncGroup, srcMissing bool, v trac
 			}
 		}
 	}
+	// The other interfaces its addresses name (dev), as keepalived adds
+	// the instance to each address's interface (TRACK_ADDR, weight 0:
+	// down is FAULT) unless the address is no_track. Its own interface
+	// (and its macvlan's) is tracked above, or spared by
+	// dont_track_primary, which keepalived's rule spares too.
+	for _, vs := range [][]config.VIP{ci.VIPs, ci.ExcludedVIPs} {
+		for _, a := range vs {
+			dev := a.Dev
+			if a.VMACDev != "" || a.NoTrack || dev == "" || dev == ci.Interface ||
+				(ci.VMAC != nil && dev == ci.VMAC.Name) || seen[dev] {
+				continue
+			}
+			seen[dev] = true
+			list = append(list, Tracked{Good: v.link(dev)})
+		}
+	}
 	return append(list, Tracked{Good: !srcMissing})
 }
 
