@@ -120,14 +120,17 @@ bench-lvs:
 ## (docs/benchmarks.md). LAB_BENCH narrows it (a -test.bench pattern),
 ## LAB_ROUNDS rounds each (default 1; every round builds a lab).
 LAB_BENCH ?= DirectorLoss|Remap
+## LAB_MEASURE: the lab's measurements that are tests by form, run only
+## here (TestActiveCapacity: what the guest carries, docs/lab.md).
+LAB_MEASURE ?= ^TestActiveCapacity$$
 bench-lab:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) frr"
 	@mkdir -p $(UML_BIN)
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
 	$(GO) build -o $(UML_BIN)/directorctl ./cmd/directorctl
 	$(GO) test -c -o $(UML_BIN)/integration-lab.test ./integration/lab
-	integration/uml/run.sh -m $(UML_MEM) -t 3600 -C integration/lab -- ../../$(UML_BIN)/integration-lab.test \
-		-test.run '^$$' -test.bench '$(LAB_BENCH)' -test.benchtime $${LAB_ROUNDS:-1}x -test.timeout 3500s
+	integration/uml/run.sh -m $(UML_MEM) -t 3600 -e DIRECTORD_LAB_CAPACITY=1 -C integration/lab -- ../../$(UML_BIN)/integration-lab.test \
+		-test.run '$(LAB_MEASURE)' -test.v -test.bench '$(LAB_BENCH)' -test.benchtime $${LAB_ROUNDS:-1}x -test.timeout 3500s
 
 ## bench-checks: the health-check benchmark alone (bench-lvs's first part).
 bench-checks:

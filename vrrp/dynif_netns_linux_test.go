@@ -3,6 +3,7 @@ package vrrp
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -251,10 +252,17 @@ func TestPromoteSecondariesMadeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	nstest.WaitFor(t, 5*time.Second, "FAULT without dda", func() bool { return na.state(t) == Fault })
-	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
-	if v := sysctl(t, a, "/proc/sys/net/ipv4/conf/default/promote_secondaries"); v != "0" {
-		t.Skipf("default promote_secondaries is %s: a new interface has it already", v)
+	// A new interface takes the namespace's default, which a host's
+	// sysctl.d may have set to 1 (systemd's 50-default.conf does): 0 here,
+	// so that only directord can set it on the new dda.
+	var werr error
+	a.Do(t, func() {
+		werr = os.WriteFile("/proc/sys/net/ipv4/conf/default/promote_secondaries", []byte("0"), 0o644)
+	})
+	if werr != nil {
+		t.Fatal(werr)
 	}
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	nstest.WaitFor(t, 15*time.Second, "master again, promote_secondaries 1 on the new dda", func() bool {
 		return na.state(t) == Master && sysctl(t, a, path) == "1"
 	})
