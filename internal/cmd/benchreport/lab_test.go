@@ -41,9 +41,8 @@ BenchmarkRemap/active        	       1	  0 between-old-%	  120.0 flows	  25.00 i
 			t.Errorf("row %d: %+v\nwant %+v", i, x, w)
 		}
 	}
-	x := r.labRows()
 	r.m["DirectorLoss/active"]["survived-%"] = 95
-	if x = r.labRows(); !strings.Contains(x[0].verdict, "**no**: the machine withheld 20 % of the time") {
+	if x := r.labRows(); !strings.Contains(x[0].verdict, "**no**: the machine withheld 20 % of the time") {
 		t.Errorf("a survival short of all: %+v", x[0])
 	}
 	if !strings.Contains(rows[6].figure, "nothing changed: 68.8 % moved") || !strings.Contains(rows[6].aim, "not meaningful") {
