@@ -381,3 +381,32 @@ func promoteOperator(t *testing.T, a *nstest.NS, na *node, unseen bool, relisted
 		t.Fatal(err)
 	}
 }
+
+// TestTrackedInterfaceGoneUnseen: a tracked interface deleted while the
+// Node's link updates are lost (ENOBUFS: every link read afresh) counts
+// as down, as if the deletion had been seen: its instance is in FAULT.
+func TestTrackedInterfaceGoneUnseen(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-trgone-a")
+	b := nstest.New(t, "dd-trgone-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.Link(t, a, b, "ddt", "ddtb", "198.51.100.1/24", "198.51.100.2/24")
+	var fake *linkWatch
+	na := startNodeWith(t, a, nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", "track_interface {\n  ddt\n }"),
+		func(n *Node, _ *config.Config) {
+			real := n.track.watch
+			fake = &linkWatch{sock: real.sock, updates: make(chan netlink.LinkUpdate), lost: make(chan struct{}, 1),
+				stop: real.stop, done: real.done}
+			n.track.watch = fake
+		})
+	nstest.WaitFor(t, 15*time.Second, "master", func() bool { return na.state(t) == Master })
+	l, err := a.NL.LinkByName("ddt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	fake.lost <- struct{}{}
+	nstest.WaitFor(t, 5*time.Second, "FAULT with the tracked ddt gone", func() bool { return na.state(t) == Fault })
+}

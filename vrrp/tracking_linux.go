@@ -92,6 +92,9 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 func (t *tracking) relist() {
 	if links, err := t.h.LinkList(); err == nil {
 		t.mu.Lock()
+		// A name not listed any more (deleted or renamed while the
+		// updates were lost) is down: a missing name reads as down.
+		clear(t.links)
 		clear(t.names)
 		for _, l := range links {
 			t.links[l.Attrs().Name] = linkUp(l)
