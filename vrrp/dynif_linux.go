@@ -104,6 +104,8 @@ func (n *Node) relink(u netlink.LinkUpdate) bool {
 	changed = n.relinkName(name, seen) || changed
 	if seen.Exists {
 		n.relinkSysctls(name, index)
+	} else {
+		n.unlinkSysctls(name, index)
 	}
 	renamed := n.vmacSeen(name, index, u.Header.Type == unix.RTM_DELLINK)
 	return n.remakeVMACs(name, index, renamed) || changed
@@ -531,6 +533,20 @@ func (n *Node) forgetBaseSysctls(base string, index int) {
 	}
 	n.vmacMu.Unlock()
 	n.relinkSysctls(base, index)
+}
+
+// unlinkSysctls forgets the index of a link deleted under that name, so
+// that the record holds only links that exist: one made again under the
+// name is new to relinkSysctls either way.
+func (n *Node) unlinkSysctls(name string, index int) {
+	if n.track == nil {
+		return
+	}
+	n.promMu.Lock()
+	defer n.promMu.Unlock()
+	if n.track.sysIndex[name] == index {
+		delete(n.track.sysIndex, name)
+	}
 }
 
 // relinkSysctls follows the link of that name (index) for the sysctls
