@@ -88,8 +88,12 @@ func (c *Config) NFTableName() string {
 // IPv6VMAC reports whether one of the instance's macvlans carries IPv6:
 // its own (use_vmac) for an IPv6 instance or one with IPv6 excluded
 // addresses, or one of its addresses' (use_vmac_addr). keepalived 2.2.7
-// then keeps it in its nftables table (nft_add_vmac), so that its MLD
-// reports leave from the interface, not with the VMAC.
+// then keeps its own macvlan in its nftables table (nft_add_vmac), so
+// that its MLD reports leave from the interface, not with the VMAC.
+// directord keeps an address's macvlan (use_vmac_addr) there too, where
+// keepalived does only when its table is in use already (an instance,
+// this one or one before it, with use_vmac, without accept mode, or
+// nftables in global_defs): a difference (Differences, use_vmac_addr).
 func (in *Instance) IPv6VMAC() bool {
 	if in.VMAC != nil {
 		if in.Family == Inet6 {

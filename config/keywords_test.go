@@ -83,6 +83,37 @@ does not read.
 	return b.String()
 }
 
+// TestVMACDifferencesListed: -t on a plain IPv4 use_vmac says that its
+// macvlan gets none of keepalived's IGMP rules, and on use_vmac_addr and
+// promote_secondaries what differs about macvlans and interfaces made
+// again (the review of the vmac2 work).
+func TestVMACDifferencesListed(t *testing.T) {
+	inst := func(extra string) string {
+		return "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 51\n priority 100\n" + extra +
+			" virtual_ipaddress {\n  192.0.2.100/24\n }\n virtual_ipaddress_excluded {\n  2001:db8::1\n }\n}\n"
+	}
+	for _, tt := range []struct{ name, text, keyword, says string }{
+		{"IPv4 use_vmac: no IGMP rules", inst(" use_vmac\n"), "use_vmac", "IGMP reports from the VMAC"},
+		{"use_vmac_addr: an IPv6 address's table", inst(" use_vmac_addr\n"), "use_vmac_addr", "makes that table only when"},
+		{"use_vmac_addr: missing at start", inst(" use_vmac_addr\n"), "use_vmac_addr", "missing at start"},
+		{"promote_secondaries: set again", inst(" promote_secondaries\n"), "promote_secondaries", "made again"},
+	} {
+		cfg, diags := Parse("k.conf", tt.text, nil, Options{})
+		if cfg == nil {
+			t.Fatalf("%s: %v", tt.name, diags)
+		}
+		found := false
+		for _, d := range cfg.Differs {
+			if d.Keyword == tt.keyword && strings.Contains(d.How, tt.says) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no difference for %s saying %q among %v", tt.name, tt.keyword, tt.says, cfg.Differs)
+		}
+	}
+}
+
 // TestDifferingValues: a keyword that runs differently for some uses
 // only (auth_type AH, sorry_server with words after its port) is listed
 // for those uses, and not for the others, which run as keepalived runs

@@ -103,7 +103,9 @@ func (n *Node) relink(u netlink.LinkUpdate) bool {
 	}
 	changed = n.relinkName(name, seen) || changed
 	if seen.Exists {
-		n.repromote(name)
+		n.relinkSysctls(name, index)
+	} else {
+		n.unlinkSysctls(name, index)
 	}
 	renamed := n.vmacSeen(name, index, u.Header.Type == unix.RTM_DELLINK)
 	return n.remakeVMACs(name, index, renamed) || changed
@@ -262,6 +264,9 @@ func (n *Node) relistSocks() bool {
 			names[dev] = true
 		}
 	}
+	for _, dev := range n.promoteDevs {
+		names[dev] = true
+	}
 	for name := range names {
 		seen := LinkSeen{}
 		l, err := n.h.LinkByName(name)
@@ -273,6 +278,9 @@ func (n *Node) relistSocks() bool {
 			continue // cannot tell
 		}
 		changed = n.relinkName(name, seen) || changed
+		if seen.Exists {
+			n.relinkSysctls(name, seen.Index)
+		}
 		changed = n.remakeVMACs(name, -1, "") || changed
 	}
 	return changed
@@ -510,28 +518,58 @@ func (n *Node) linkExists(name string) bool {
 	return !errors.As(err, &nf)
 }
 
-// forgetBaseSysctls lets go of what setSysctl saved for an interface
-// about to get a macvlan made again, when it is not the interface the
-// macvlans on it were first made on (made again itself): the new
-// interface's sysctls are set and saved afresh, as for a new interface.
-// It is keyed on the interface, and moves every macvlan on it to the
-// new index in one pass: the second instance on the same interface
-// then finds nothing stale, and keeps what the first one saved.
+// forgetBaseSysctls moves the macvlans on an interface about to get a
+// macvlan made again to its index, and lets go of what setSysctl saved
+// for the interface when it is not the link those were saved on (made
+// again itself): the new interface's sysctls are set and saved afresh,
+// as for a new interface (relinkSysctls, which relink has mostly run
+// already for this index: it then drops nothing).
 func (n *Node) forgetBaseSysctls(base string, index int) {
 	n.vmacMu.Lock()
-	stale := false
 	for _, v := range n.vmacs {
-		if v.base == base && v.baseIndex != index {
-			stale, v.baseIndex = true, index
+		if v.base == base {
+			v.baseIndex = index
 		}
 	}
 	n.vmacMu.Unlock()
-	if !stale {
+	n.relinkSysctls(base, index)
+}
+
+// unlinkSysctls forgets the index of a link deleted under that name, so
+// that the record holds only links that exist: one made again under the
+// name is new to relinkSysctls either way.
+func (n *Node) unlinkSysctls(name string, index int) {
+	if n.track == nil {
 		return
 	}
-	prefix := "/proc/sys/net/ipv4/conf/" + base + "/"
 	n.promMu.Lock()
 	defer n.promMu.Unlock()
+	if n.track.sysIndex[name] == index {
+		delete(n.track.sysIndex, name)
+	}
+}
+
+// relinkSysctls follows the link of that name (index) for the sysctls
+// the Node sets on it. A link other than the one last seen under the
+// name (made again, renamed to it, or created after the start) has its
+// own values: what the Node saved for the name is dropped (its file is
+// gone), and promote_secondaries, where the Node sets it, is set and
+// saved again, restored at the stop. The link last seen under the name
+// is left alone: a value an operator changed on it stays (keepalived
+// sets promote_secondaries once, at start, and not on an interface
+// made again; directord also sets it on every interface that takes
+// IPv4 VIPs, so that a VIP leaving takes no other address).
+func (n *Node) relinkSysctls(name string, index int) {
+	if n.track == nil {
+		return
+	}
+	n.promMu.Lock()
+	if old, ok := n.track.sysIndex[name]; ok && old == index {
+		n.promMu.Unlock()
+		return
+	}
+	n.track.sysIndex[name] = index
+	prefix := "/proc/sys/net/ipv4/conf/" + name + "/"
 	kept := n.sysctlPaths[:0]
 	for _, p := range n.sysctlPaths {
 		if strings.HasPrefix(p, prefix) {
@@ -544,33 +582,10 @@ func (n *Node) forgetBaseSysctls(base string, index int) {
 		kept = append(kept, p)
 	}
 	n.sysctlPaths = kept
-}
-
-// repromote sets promote_secondaries again on an interface the Node sets
-// it on (NewNode) when it is not set there any more: the interface was
-// made again, with its own value. What the Node saved for the old one is
-// dropped (its file is gone); the new one's value is saved and restored
-// at the stop. (keepalived sets it once, at start, and not on an
-// interface made again; directord sets it also on every interface that
-// takes IPv4 VIPs, so that a VIP leaving takes no other address.)
-func (n *Node) repromote(name string) {
+	n.promMu.Unlock()
 	if !slices.Contains(n.promoteDevs, name) {
 		return
 	}
-	path := promotePath(name)
-	var v string
-	var err error
-	n.inNS(func() { v, err = readSysctl(path) })
-	if err != nil || v == "1" {
-		return
-	}
-	n.promMu.Lock()
-	n.sysctlPaths = slices.DeleteFunc(n.sysctlPaths, func(p string) bool { return p == path })
-	if s := n.promoted[path]; s != nil {
-		s.f.Close()
-		delete(n.promoted, path)
-	}
-	n.promMu.Unlock()
-	n.inNS(func() { n.setSysctl(path, "1") })
+	n.inNS(func() { n.setSysctl(promotePath(name), "1") })
 	n.log.Info("vrrp: promote_secondaries set again on the interface made again", "interface", name)
 }

@@ -229,17 +229,65 @@ func TestInterfaceMadeAgainUnseen(t *testing.T) {
 }
 
 // TestPromoteSecondariesMadeAgain: an interface whose promote_secondaries
-// the Node sets (here, for its IPv4 VIP) and that is deleted and made
-// again gets it set again, so that the VIP leaving takes no other
-// address of the subnet with it; the stop puts the new interface's own
-// value back.
+// the Node sets (here, for an IPv4 VIP on it, also beside a use_vmac
+// whose macvlan is made again on it) and that is deleted and
+// made again, seen or while link updates are lost (relist), gets it set
+// again, so that the VIP leaving takes no other address of the subnet
+// with it; an operator's 0 on that same interface stays; the stop puts
+// the new interface's own value back.
 func TestPromoteSecondariesMadeAgain(t *testing.T) {
 	nstest.RequireRoot(t)
-	a := nstest.New(t, "dd-prom-a")
-	b := nstest.New(t, "dd-prom-b")
+	for _, c := range []struct {
+		name, ns               string
+		vmac, unseen, operator bool
+	}{
+		{"vip", "dd-prom", false, false, true},
+		{"use_vmac", "dd-prov", true, false, true},
+		// Straight to the stop: the value saved for the new dda must
+		// outlive its macvlan made again.
+		{"use_vmac stop", "dd-pros", true, false, false},
+		{"vip unseen", "dd-proa", false, true, true},
+		{"use_vmac unseen", "dd-prou", true, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) { promoteMadeAgain(t, c.ns, c.vmac, c.unseen, c.operator) })
+	}
+}
+
+func promoteMadeAgain(t *testing.T, ns string, vmac, unseen, operator bool) {
+	a := nstest.New(t, ns+"-a")
+	b := nstest.New(t, ns+"-b")
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
 	const path = "/proc/sys/net/ipv4/conf/dda/promote_secondaries"
-	na := startNode(t, a, nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", ""))
+	conf := nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", "")
+	if vmac {
+		// A second instance on dda's macvlan, made again with dda.
+		conf += strings.NewReplacer("VI_1", "VI_2", "virtual_router_id 51", "virtual_router_id 52").
+			Replace(nstest.Instance("dda", 200, 3, "0.5", "192.0.2.101/24", "use_vmac"))
+	}
+	macvlanThere := func() bool {
+		if !vmac {
+			return true
+		}
+		_, err := a.NL.LinkByName("vrrp.52")
+		return err == nil
+	}
+	var fake *linkWatch
+	na := startNodeWith(t, a, conf, func(n *Node, _ *config.Config) {
+		if !unseen {
+			return
+		}
+		real := n.track.watch
+		fake = &linkWatch{sock: real.sock, updates: make(chan netlink.LinkUpdate), lost: make(chan struct{}, 1),
+			stop: real.stop, done: real.done}
+		n.track.watch = fake
+	})
+	// relisted: every link read afresh, and done (the loop takes the
+	// third loss only once the first one's reading has ended).
+	relisted := func() {
+		for range 3 {
+			fake.lost <- struct{}{}
+		}
+	}
 	nstest.WaitFor(t, 15*time.Second, "master", func() bool { return na.state(t) == Master })
 	if v := sysctl(t, a, path); v != "1" {
 		t.Fatalf("promote_secondaries %s on dda, want 1", v)
@@ -251,7 +299,9 @@ func TestPromoteSecondariesMadeAgain(t *testing.T) {
 	if err := a.NL.LinkDel(l); err != nil {
 		t.Fatal(err)
 	}
-	nstest.WaitFor(t, 5*time.Second, "FAULT without dda", func() bool { return na.state(t) == Fault })
+	if !unseen {
+		nstest.WaitFor(t, 5*time.Second, "FAULT without dda", func() bool { return na.state(t) == Fault })
+	}
 	// A new interface takes the namespace's default, which a host's
 	// sysctl.d may have set to 1 (systemd's 50-default.conf does): 0 here,
 	// so that only directord can set it on the new dda.
@@ -263,11 +313,81 @@ func TestPromoteSecondariesMadeAgain(t *testing.T) {
 		t.Fatal(werr)
 	}
 	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	if unseen {
+		relisted()
+	}
 	nstest.WaitFor(t, 15*time.Second, "master again, promote_secondaries 1 on the new dda", func() bool {
-		return na.state(t) == Master && sysctl(t, a, path) == "1"
+		return na.state(t) == Master && sysctl(t, a, path) == "1" && macvlanThere()
 	})
+	if operator {
+		promoteOperator(t, a, na, unseen, relisted)
+	}
 	na.stop()
 	if v := sysctl(t, a, path); v != "0" {
 		t.Errorf("promote_secondaries %s on dda after the stop, want its own 0 back", v)
 	}
+}
+
+// promoteOperator sets dda's promote_secondaries to 0 as an operator
+// would, checks that the Node leaves it so through link updates (or a
+// relist), and sets it to 1 again.
+func promoteOperator(t *testing.T, a *nstest.NS, na *node, unseen bool, relisted func()) {
+	const path = "/proc/sys/net/ipv4/conf/dda/promote_secondaries"
+	var err error
+	a.Do(t, func() { err = os.WriteFile(path, []byte("0"), 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unseen {
+		relisted()
+	} else {
+		l, err := a.NL.LinkByName("dda")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.NL.LinkSetDown(l); err != nil {
+			t.Fatal(err)
+		}
+		nstest.WaitFor(t, 5*time.Second, "FAULT with dda down", func() bool { return na.state(t) == Fault })
+		if err := a.NL.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+		nstest.WaitFor(t, 15*time.Second, "master with dda up", func() bool { return na.state(t) == Master })
+	}
+	if v := sysctl(t, a, path); v != "0" {
+		t.Errorf("promote_secondaries %s on the same dda after the operator's 0, want 0 left", v)
+	}
+	a.Do(t, func() { err = os.WriteFile(path, []byte("1"), 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTrackedInterfaceGoneUnseen: a tracked interface deleted while the
+// Node's link updates are lost (ENOBUFS: every link read afresh) counts
+// as down, as if the deletion had been seen: its instance is in FAULT.
+func TestTrackedInterfaceGoneUnseen(t *testing.T) {
+	nstest.RequireRoot(t)
+	a := nstest.New(t, "dd-trgone-a")
+	b := nstest.New(t, "dd-trgone-b")
+	nstest.Link(t, a, b, "dda", "ddb", "192.0.2.1/24", "192.0.2.2/24")
+	nstest.Link(t, a, b, "ddt", "ddtb", "198.51.100.1/24", "198.51.100.2/24")
+	var fake *linkWatch
+	na := startNodeWith(t, a, nstest.Instance("dda", 200, 3, "0.5", "192.0.2.100/24", "track_interface {\n  ddt\n }"),
+		func(n *Node, _ *config.Config) {
+			real := n.track.watch
+			fake = &linkWatch{sock: real.sock, updates: make(chan netlink.LinkUpdate), lost: make(chan struct{}, 1),
+				stop: real.stop, done: real.done}
+			n.track.watch = fake
+		})
+	nstest.WaitFor(t, 15*time.Second, "master", func() bool { return na.state(t) == Master })
+	l, err := a.NL.LinkByName("ddt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.NL.LinkDel(l); err != nil {
+		t.Fatal(err)
+	}
+	fake.lost <- struct{}{}
+	nstest.WaitFor(t, 5*time.Second, "FAULT with the tracked ddt gone", func() bool { return na.state(t) == Fault })
 }

@@ -50,7 +50,7 @@ type Node struct {
 	sysctlPaths []string
 	promoted    map[string]*sysctlSave
 	// promoteDevs are the interfaces whose promote_secondaries the Node
-	// sets (promoteDevices), set again on one made again (repromote).
+	// sets (promoteDevices), set again on one made again (relinkSysctls).
 	promoteDevs []string
 	h           *netlink.Handle
 	// vmacs are the macvlans of the use_vmac instances; rpCleared: the

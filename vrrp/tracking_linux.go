@@ -29,6 +29,10 @@ type tracking struct {
 	files    *fileWatch      // the track_files (trackfile_linux.go); nil if none
 	procs    *procWatch      // the vrrp_track_processes (trackproc_linux.go); nil if none
 	h        *netlink.Handle
+	// sysIndex is, per link name, the index of the link last seen under
+	// it, whose sysctls the Node's saved values are of (relinkSysctls);
+	// under the Node's promMu.
+	sysIndex map[string]int
 }
 
 // close ends the link subscription; it may be called more than once.
@@ -44,7 +48,7 @@ type trackedScript struct {
 func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, error) {
 	t := &tracking{node: n, runner: script.NewRunner(&cfg.Global), queue: script.NewQueue(n.log), ownQueue: true,
 		scripts: map[string]*trackedScript{}, links: map[string]bool{}, names: map[int]string{},
-		h: h}
+		sysIndex: map[string]int{}, h: h}
 	on, off := scriptsTracked(cfg, func(c *config.VRRPScript) error { return t.runner.Prog(c.Script).Disabled })
 	for _, d := range off {
 		n.log.Warn("vrrp_script disabled: no instance tracks it", "vrrp_script", d.Name, "reason", d.Reason.Error())
@@ -78,6 +82,7 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 	for _, l := range links {
 		t.links[l.Attrs().Name] = linkUp(l)
 		t.names[l.Attrs().Index] = l.Attrs().Name
+		t.sysIndex[l.Attrs().Name] = l.Attrs().Index
 	}
 	return t, nil
 }
@@ -87,6 +92,9 @@ func newTracking(n *Node, cfg *config.Config, h *netlink.Handle) (*tracking, err
 func (t *tracking) relist() {
 	if links, err := t.h.LinkList(); err == nil {
 		t.mu.Lock()
+		// A name not listed any more (deleted or renamed while the
+		// updates were lost) is down: a missing name reads as down.
+		clear(t.links)
 		clear(t.names)
 		for _, l := range links {
 			t.links[l.Attrs().Name] = linkUp(l)

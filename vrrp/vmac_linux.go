@@ -305,6 +305,10 @@ func (n *Node) removeVMACs(all bool) error {
 		if !all && !v.created {
 			continue
 		}
+		// Its element goes from the firewall's table whatever became of
+		// the link: one already gone (deleted under directord) or not a
+		// macvlan any more must not leave its index in vmac_map.
+		n.unfwVMAC(v)
 		l, err := n.h.LinkByName(v.name)
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
@@ -321,16 +325,24 @@ func (n *Node) removeVMACs(all bool) error {
 			continue
 		}
 		n.log.Info("vrrp: macvlan removed", "interface", v.name, "base", v.base)
-		if fw, ok := n.fw.(VMACFirewall); ok && v.fwIndex != 0 {
-			var err error
-			n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, false) })
-			if err != nil {
-				n.log.Warn("vrrp firewall", "interface", v.name, "err", err)
-			}
-		}
 	}
 	n.vmacs = nil
 	return errors.Join(errs...)
+}
+
+// unfwVMAC takes the macvlan's element out of the firewall's table, if
+// it has one; under vmacMu.
+func (n *Node) unfwVMAC(v *vmacLink) {
+	fw, ok := n.fw.(VMACFirewall)
+	if !ok || v.fwIndex == 0 {
+		return
+	}
+	var err error
+	n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, false) })
+	if err != nil {
+		n.log.Warn("vrrp firewall", "interface", v.name, "err", err)
+	}
+	v.fwIndex = 0
 }
 
 // takeVMACs hands the macvlans n uses too from old to n: old leaves them
