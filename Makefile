@@ -34,12 +34,16 @@ UML_MEM := 1536M
 # The guest's time limit in seconds, for all packages; each package's own.
 UML_TIMEOUT := 1800
 UML_TEST_TIMEOUT := 10m
+# The host's go test limit for each package: vrrp's namespace tests wait
+# on VRRP's own timers (advertisements, master down, FAULT) and take
+# about ten minutes under -race on two busy cores.
+HOST_TEST_TIMEOUT := 30m
 
 ## test: everything that runs on a machine like ours (unit tests, fuzz
 ## seeds), each fuzz target briefly in fuzzing mode, then the real-kernel
 ## tests in a User-Mode Linux guest.
 test: test-deps
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout $(HOST_TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory integration
 
