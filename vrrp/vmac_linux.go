@@ -338,7 +338,7 @@ func (n *Node) unfwVMAC(v *vmacLink) {
 		return
 	}
 	var err error
-	n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, false) })
+	n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, true, false) })
 	if err != nil {
 		n.log.Warn("vrrp firewall", "interface", v.name, "err", err)
 	}
@@ -387,7 +387,7 @@ func isAddrVMAC(ci *config.Instance, dev string) bool {
 // with their interface's, so that their MLD reports leave from the
 // interface, as keepalived's nft_add_vmac (internal/nft's Table).
 type VMACFirewall interface {
-	VMAC(index, base int, on bool) error
+	VMAC(index, base int, v6, on bool) error
 }
 
 // fwVMAC puts the macvlan name (index, on the interface of index base)
@@ -404,12 +404,12 @@ func (n *Node) fwVMAC(name string, index, base int) {
 			continue
 		}
 		if v.fwIndex != 0 {
-			if err := fw.VMAC(v.fwIndex, base, false); err != nil {
+			if err := fw.VMAC(v.fwIndex, base, true, false); err != nil {
 				n.log.Warn("vrrp firewall: removing a macvlan made again", "interface", name, "err", err)
 			}
 			v.fwIndex = 0
 		}
-		if err := fw.VMAC(index, base, true); err != nil {
+		if err := fw.VMAC(index, base, true, true); err != nil {
 			n.log.Error("vrrp firewall: its MLD reports leave with the VMAC", "interface", name, "err", err)
 			continue
 		}

@@ -15,7 +15,7 @@ type fakeVMACFirewall struct{ elems map[[2]int]bool }
 
 func (f *fakeVMACFirewall) Drop([]netip.Addr, bool) error { return nil }
 
-func (f *fakeVMACFirewall) VMAC(index, base int, on bool) error {
+func (f *fakeVMACFirewall) VMAC(index, base int, v6, on bool) error {
 	if on {
 		f.elems[[2]int{index, base}] = true
 	} else {

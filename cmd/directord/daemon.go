@@ -245,6 +245,10 @@ func (d *daemon) ipvsOptions(cfg *config.Config) (*ipvs.Options, error) {
 	return &ipvs.Options{NetNS: int(d.ipvsNS.Fd())}, nil
 }
 
+// The table keeps the macvlans too: a change of either side's method
+// must not leave it out silently (the Node asks for it at run time).
+var _ vrrp.VMACFirewall = (*nft.Table)(nil)
+
 // firewall is the nftables table of cfg's instances without accept
 // mode and of its IPv6 macvlans, opened once (a table of its name left
 // by a crash is deleted then) and kept across reloads; nil when no
