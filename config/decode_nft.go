@@ -70,43 +70,67 @@ func (g *Global) NFTPriorityOrDefault() int32 {
 func (in *Instance) DropsVIPs() bool { return !in.Accept && in.Priority != 255 }
 
 // NFTableName is the table directord keeps when some instance drops its
-// VIPs or has a macvlan for IPv6 (IPv6VMAC): nftables' name, else keepalived's "keepalived", which keepalived
-// uses then without being told ("no firewall configured - using
-// nftables"); "" when no instance needs one.
+// VIPs or has a macvlan the table keeps (VMACTable): nftables' name,
+// else keepalived's "keepalived", which keepalived uses then without
+// being told ("no firewall configured - using nftables"); "" when no
+// instance needs one.
 func (c *Config) NFTableName() string {
 	if c.Global.NFTable != "" {
 		return c.Global.NFTable
 	}
 	for _, in := range c.Instances {
-		if in.DropsVIPs() || in.IPv6VMAC() {
+		if in.DropsVIPs() || in.VMACTable(&c.Global) {
 			return "keepalived"
 		}
 	}
 	return ""
 }
 
-// IPv6VMAC reports whether one of the instance's macvlans carries IPv6:
-// its own (use_vmac) for an IPv6 instance or one with IPv6 excluded
-// addresses, or one of its addresses' (use_vmac_addr). keepalived 2.2.7
-// then keeps its own macvlan in its nftables table (nft_add_vmac), so
-// that its MLD reports leave from the interface, not with the VMAC.
-// directord keeps an address's macvlan (use_vmac_addr) there too, where
+// VMACTables says which of table ip NAME and table ip6 NAME keep the
+// instance's own macvlan (use_vmac), as keepalived 2.2.7's
+// netlink_link_add_vmac calls nft_add_vmac: its family's, and the other
+// family's too when it has excluded addresses of that family; none for
+// an IPv4 instance under disable_local_igmp (its macvlan then sends no
+// report of a link-local group; keepalived skips the call whole, the
+// IPv6 excluded addresses' table with it). A table ip keeps its IGMP
+// reports, a table ip6 its MLD reports and router solicitations, from
+// leaving with the VMAC.
+func (in *Instance) VMACTables(g *Global) (ip, ip6 bool) {
+	if in.VMAC == nil {
+		return false, false
+	}
+	v6 := in.Family == Inet6
+	if !v6 && g.DisableLocalIGMP {
+		return false, false
+	}
+	other := false
+	for _, v := range in.ExcludedVIPs {
+		other = other || v.Prefix.Addr().Is6() != v6
+	}
+	return !v6 || other, v6 || other
+}
+
+// Tables says which table keeps an address's macvlan (use_vmac_addr, an
+// address's use_vmac): its family's, as keepalived 2.2.7's, an IPv4 one's
+// not under disable_local_igmp. directord keeps it there always, where
 // keepalived does only when its table is in use already (an instance,
 // this one or one before it, with use_vmac, without accept mode, or
 // nftables in global_defs): a difference (Differences, use_vmac_addr).
-func (in *Instance) IPv6VMAC() bool {
-	if in.VMAC != nil {
-		if in.Family == Inet6 {
-			return true
-		}
-		for _, v := range in.ExcludedVIPs {
-			if v.Prefix.Addr().Is6() {
-				return true
-			}
-		}
+func (av *AddrVMAC) Tables(g *Global) (ip, ip6 bool) {
+	if av.IPv6 {
+		return false, true
+	}
+	return !g.DisableLocalIGMP, false
+}
+
+// VMACTable reports whether the table keeps one of the instance's
+// macvlans (VMACTables, AddrVMAC.Tables).
+func (in *Instance) VMACTable(g *Global) bool {
+	if ip, ip6 := in.VMACTables(g); ip || ip6 {
+		return true
 	}
 	for _, av := range in.AddrVMACs {
-		if av.IPv6 {
+		if ip, ip6 := av.Tables(g); ip || ip6 {
 			return true
 		}
 	}

@@ -83,9 +83,10 @@ does not read.
 	return b.String()
 }
 
-// TestVMACDifferencesListed: -t on a plain IPv4 use_vmac says that its
-// macvlan gets none of keepalived's IGMP rules, and on use_vmac_addr and
-// promote_secondaries what differs about macvlans and interfaces made
+// TestVMACDifferencesListed: -t on a plain IPv4 use_vmac says what
+// differs about a macvlan renamed while running, and no more about IGMP
+// (its macvlan gets keepalived's table ip rules), and on use_vmac_addr
+// and promote_secondaries what differs about macvlans and interfaces made
 // again (the review of the vmac2 work).
 func TestVMACDifferencesListed(t *testing.T) {
 	inst := func(extra string) string {
@@ -93,7 +94,7 @@ func TestVMACDifferencesListed(t *testing.T) {
 			" virtual_ipaddress {\n  192.0.2.100/24\n }\n virtual_ipaddress_excluded {\n  2001:db8::1\n }\n}\n"
 	}
 	for _, tt := range []struct{ name, text, keyword, says string }{
-		{"IPv4 use_vmac: no IGMP rules", inst(" use_vmac\n"), "use_vmac", "IGMP reports from the VMAC"},
+		{"IPv4 use_vmac: a macvlan renamed", inst(" use_vmac\n"), "use_vmac", "renamed while running"},
 		{"use_vmac_addr: an IPv6 address's table", inst(" use_vmac_addr\n"), "use_vmac_addr", "makes that table only when"},
 		{"use_vmac_addr: missing at start", inst(" use_vmac_addr\n"), "use_vmac_addr", "missing at start"},
 		{"promote_secondaries: set again", inst(" promote_secondaries\n"), "promote_secondaries", "made again"},
@@ -110,6 +111,15 @@ func TestVMACDifferencesListed(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s: no difference for %s saying %q among %v", tt.name, tt.keyword, tt.says, cfg.Differs)
+		}
+	}
+	cfg, diags := Parse("k.conf", inst(" use_vmac\n"), nil, Options{})
+	if cfg == nil {
+		t.Fatal(diags)
+	}
+	for _, d := range cfg.Differs {
+		if d.Keyword == "use_vmac" && strings.Contains(d.How, "IGMP") {
+			t.Errorf("IPv4 use_vmac: a difference about IGMP, whose rules directord now makes as keepalived: %s", d.How)
 		}
 	}
 }

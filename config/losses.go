@@ -25,7 +25,7 @@ var losses = []loss{
 		[]string{"track_group"}},
 	{"no VRF: the instance's addresses and adverts use the main routing table",
 		[]string{"vrf"}},
-	{"firewall rules beyond the drop tables of masters without accept mode (link-local sets, the IGMP rules of IPv4 macvlans, ipsets) are not made",
+	{"firewall rules beyond the drop tables of masters without accept mode (link-local sets, ipsets) are not made",
 		[]string{"vrrp_ipsets", "namespace_with_ipsets", "nftables_ifindex"}},
 	{"no nftables rules for IPVS (the fwmarks of virtual servers on address ranges)",
 		[]string{"nftables_ipvs", "nftables_ipvs_priority", "nftables_ipvs_start_fwmark"}},

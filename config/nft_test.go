@@ -42,7 +42,16 @@ func TestNFTablesKeywords(t *testing.T) {
 		{"nothing asks for one", vi(""), "", -1, ""},
 		{"vrrp_strict: keepalived's table unasked", "global_defs {\n vrrp_strict\n}\n" + strict, "keepalived", -1, ""},
 		{"an IPv6 use_vmac: keepalived's table unasked", vi(" use_vmac\n virtual_ipaddress {\n  2001:db8::1\n }"), "keepalived", -1, ""},
-		{"an IPv4 use_vmac: none", vi(" use_vmac\n virtual_ipaddress {\n  10.0.0.1\n }"), "", -1, ""},
+		{"an IPv4 use_vmac: keepalived's table unasked", vi(" use_vmac\n virtual_ipaddress {\n  10.0.0.1\n }"), "keepalived", -1, ""},
+		{"an IPv4 use_vmac under disable_local_igmp: none", "global_defs {\n disable_local_igmp\n}\n" +
+			vi(" use_vmac\n virtual_ipaddress {\n  10.0.0.1\n }"), "", -1, ""},
+		{"disable_local_igmp: none for the IPv6 excluded addresses either", "global_defs {\n disable_local_igmp\n}\n" +
+			vi(" use_vmac\n virtual_ipaddress {\n  10.0.0.1\n }\n virtual_ipaddress_excluded {\n  2001:db8::1\n }"), "", -1, ""},
+		{"an IPv6 use_vmac under disable_local_igmp: keepalived's", "global_defs {\n disable_local_igmp\n}\n" +
+			vi(" use_vmac\n virtual_ipaddress {\n  2001:db8::1\n }"), "keepalived", -1, ""},
+		{"use_vmac_addr for an IPv4 address", vi(" use_vmac_addr\n virtual_ipaddress {\n  10.0.0.1\n  10.1.0.1 dev eth1\n }"), "keepalived", -1, ""},
+		{"use_vmac_addr for an IPv4 address under disable_local_igmp: none", "global_defs {\n disable_local_igmp\n}\n" +
+			vi(" use_vmac_addr\n virtual_ipaddress {\n  10.0.0.1\n  10.1.0.1 dev eth1\n }"), "", -1, ""},
 		{"use_vmac_addr for an IPv6 address", vi(" use_vmac_addr\n virtual_ipaddress {\n  10.0.0.1\n }\n virtual_ipaddress_excluded {\n  2001:db8::1\n }"), "keepalived", -1, ""},
 		{"named, with priority", "global_defs {\n nftables lb\n nftables_priority -5\n}\n" + vi(""), "lb", -5, ""},
 		{"nftables resets an earlier priority", "global_defs {\n nftables_priority -5\n nftables\n}\n" + vi(""), "keepalived", -1, ""},

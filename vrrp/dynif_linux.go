@@ -141,7 +141,7 @@ func (n *Node) vmacSeen(name string, index int, deleted bool) string {
 type wantedVMAC struct {
 	name, base, mac string
 	own             bool
-	ipv6            bool
+	av              *config.AddrVMAC // an address's (not own)
 }
 
 func wantedVMACs(ci *config.Instance) []wantedVMAC {
@@ -150,7 +150,7 @@ func wantedVMACs(ci *config.Instance) []wantedVMAC {
 		out = append(out, wantedVMAC{name: v.Name, base: ci.Interface, mac: v.MAC, own: true})
 	}
 	for _, av := range ci.AddrVMACs {
-		out = append(out, wantedVMAC{name: av.Name, base: av.Base, mac: av.MAC, ipv6: av.IPv6})
+		out = append(out, wantedVMAC{name: av.Name, base: av.Base, mac: av.MAC, av: av})
 	}
 	return out
 }
@@ -198,7 +198,7 @@ func (n *Node) remakeVMACs(name string, index int, renamed string) bool {
 			if w.own {
 				n.inNS(func() { err = n.vmac(in.cfg) })
 			} else {
-				n.inNS(func() { _, _, err = n.macvlan(in.cfg.Name, w.name, w.base, w.mac, w.ipv6, w.ipv6) })
+				n.inNS(func() { err = n.addrVMAC(in.cfg.Name, w.av) })
 			}
 			if err != nil {
 				in.logger().Warn("vrrp: making the macvlan again", "interface", w.name, "err", err)

@@ -62,6 +62,9 @@ type Node struct {
 	fifo      func(line string)   // NotifyFIFO's
 	fifoPrio  map[*instance]uint8 // the priorities last seen, under retracking
 	fw        Firewall            // SetFirewall's; nil: no rules
+	// global is the configuration's global_defs: which tables keep the
+	// macvlans (config.Instance.VMACTables).
+	global *config.Global
 	// ns is the instances' namespace, where sockets reopen (inNS);
 	// allowIfChanges is dynamic_interfaces allow_if_changes (sockStep).
 	ns             netns.NsHandle
@@ -179,7 +182,8 @@ func NewNode(cfg *config.Config, h *netlink.Handle, log *slog.Logger) (*Node, er
 // before they come up (VMACFirewall, vmac_linux.go).
 func NewNodeFirewall(cfg *config.Config, h *netlink.Handle, log *slog.Logger, fw Firewall) (*Node, error) {
 	n := &Node{log: log, h: h, addrs: NewAddrs(h), routes: NewRoutes(h), rules: NewRules(h), pacers: map[string]*Pacer{},
-		startupDelay: cfg.Global.StartupDelay, ns: netns.None(), allowIfChanges: cfg.Global.AllowIfChanges, fw: fw}
+		startupDelay: cfg.Global.StartupDelay, ns: netns.None(), allowIfChanges: cfg.Global.AllowIfChanges, fw: fw,
+		global: &cfg.Global}
 	if ns, err := netns.Get(); err == nil {
 		n.ns = ns // this thread's: the instances'
 	}

@@ -26,9 +26,11 @@ type vmacLink struct {
 	// interface up with a MAC. It is made again when that link lets the
 	// MAC go (remakeVMACs).
 	heldBy int
-	// fwIndex is the macvlan's index in the firewall's table
-	// (VMACFirewall); 0 for none.
+	// fwIndex is the macvlan's index in the firewall's tables
+	// (VMACFirewall), fw the families it is in there (0: table ip, 1:
+	// table ip6); fwIndex 0 for none.
 	fwIndex int
+	fw      [2]bool
 	// created: this Node made it. A Node that never ran (a reload refused
 	// after NewNode) removes only those; a Node that ran removes every
 	// vmacLink it still holds (Adopt hands those a reload keeps over).
@@ -53,7 +55,8 @@ func (n *Node) vmac(ci *config.Instance) error {
 	for _, x := range ci.ExcludedVIPs {
 		v6 = v6 || x.Prefix.Addr().Is6()
 	}
-	base, l, err := n.macvlan(ci.Name, v.Name, ci.Interface, v.MAC, ipv6, v6)
+	ip, ip6 := ci.VMACTables(n.globalDefs())
+	base, l, err := n.macvlan(ci.Name, v.Name, ci.Interface, v.MAC, ipv6, v6, [2]bool{ip, ip6})
 	if err != nil {
 		return err
 	}
@@ -76,17 +79,34 @@ func (n *Node) addrVMACs(ci *config.Instance, dynamic bool) error {
 				"instance", ci.Name, "interface", av.Base, "macvlan", av.Name)
 			continue
 		}
-		if _, _, err := n.macvlan(ci.Name, av.Name, av.Base, av.MAC, av.IPv6, av.IPv6); err != nil {
+		if err := n.addrVMAC(ci.Name, av); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// addrVMAC makes (or takes) the macvlan of an address (addrVMACs).
+func (n *Node) addrVMAC(inst string, av *config.AddrVMAC) error {
+	ip, ip6 := av.Tables(n.globalDefs())
+	_, _, err := n.macvlan(inst, av.Name, av.Base, av.MAC, av.IPv6, av.IPv6, [2]bool{ip, ip6})
+	return err
+}
+
+// globalDefs is the configuration's global_defs (a zero one for a Node
+// built without).
+func (n *Node) globalDefs() *config.Global {
+	if n.global == nil {
+		return &config.Global{}
+	}
+	return n.global
+}
+
 // macvlan makes (or takes) the private macvlan name on the interface
 // base with mac, set up for addresses of that family (ipv6) and with IPv6
-// on it only if v6, and up; it returns the base and the macvlan.
-func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool) (netlink.Link, netlink.Link, error) {
+// on it only if v6, in the firewall's tables of the families in tables
+// (fwVMAC), and up; it returns the base and the macvlan.
+func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool, tables [2]bool) (netlink.Link, netlink.Link, error) {
 	h := n.h
 	base, err := h.LinkByName(baseName)
 	if err != nil {
@@ -173,10 +193,8 @@ func (n *Node) macvlan(inst, name, baseName, macStr string, ipv6, v6 bool) (netl
 	if err := writeSysctl("/proc/sys/net/ipv6/conf/"+name+"/router_solicitations", "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("instance %s: use_vmac %s: %w", inst, name, err)
 	}
-	if v6 {
-		// Before it comes up and reports its groups.
-		n.fwVMAC(name, l.Attrs().Index, base.Attrs().Index)
-	}
+	// Before it comes up and reports its groups.
+	n.fwVMAC(name, l.Attrs().Index, base.Attrs().Index, tables)
 	if err := h.LinkSetUp(l); err != nil {
 		return nil, nil, fmt.Errorf("instance %s: use_vmac: set %s up: %w", inst, name, err)
 	}
@@ -330,19 +348,24 @@ func (n *Node) removeVMACs(all bool) error {
 	return errors.Join(errs...)
 }
 
-// unfwVMAC takes the macvlan's element out of the firewall's table, if
-// it has one; under vmacMu.
+// unfwVMAC takes the macvlan's elements out of the firewall's tables,
+// if it has some; under vmacMu.
 func (n *Node) unfwVMAC(v *vmacLink) {
 	fw, ok := n.fw.(VMACFirewall)
 	if !ok || v.fwIndex == 0 {
 		return
 	}
-	var err error
-	n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, false) })
-	if err != nil {
-		n.log.Warn("vrrp firewall", "interface", v.name, "err", err)
+	for fam, in := range v.fw {
+		if !in {
+			continue
+		}
+		var err error
+		n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, fam == 1, false) })
+		if err != nil {
+			n.log.Warn("vrrp firewall", "interface", v.name, "err", err)
+		}
 	}
-	v.fwIndex = 0
+	v.fwIndex, v.fw = 0, [2]bool{}
 }
 
 // takeVMACs hands the macvlans n uses too from old to n: old leaves them
@@ -350,17 +373,45 @@ func (n *Node) unfwVMAC(v *vmacLink) {
 func (n *Node) takeVMACs(old *Node) {
 	old.vmacMu.Lock()
 	defer old.vmacMu.Unlock()
+	n.vmacMu.Lock()
+	defer n.vmacMu.Unlock()
 	kept := old.vmacs[:0]
 	for _, ov := range old.vmacs {
-		mine := false
+		var mine *vmacLink
 		for _, v := range n.vmacs {
-			mine = mine || v.name == ov.name
+			if v.name == ov.name {
+				mine = v
+			}
 		}
-		if !mine {
+		if mine == nil {
 			kept = append(kept, ov)
+			continue
+		}
+		// An element n does not keep (another index, or a family no
+		// longer wanted: disable_local_igmp added by the reload) goes.
+		if ov.fwIndex != 0 {
+			for fam, in := range ov.fw {
+				if in && (mine.fwIndex != ov.fwIndex || !mine.fw[fam]) {
+					old.unfwFamily(ov, fam)
+				}
+			}
 		}
 	}
 	old.vmacs = kept
+}
+
+// unfwFamily takes the macvlan's element out of one family's table.
+func (n *Node) unfwFamily(v *vmacLink, fam int) {
+	fw, ok := n.fw.(VMACFirewall)
+	if !ok {
+		return
+	}
+	var err error
+	n.inNS(func() { err = fw.VMAC(v.fwIndex, v.baseIndex, fam == 1, false) })
+	if err != nil {
+		n.log.Warn("vrrp firewall", "interface", v.name, "err", err)
+	}
+	v.fw[fam] = false
 }
 
 func readSysctl(path string) (string, error) {
@@ -383,16 +434,23 @@ func isAddrVMAC(ci *config.Instance, dev string) bool {
 	return false
 }
 
-// VMACFirewall is a Firewall that also keeps IPv6 macvlans, by index
-// with their interface's, so that their MLD reports leave from the
-// interface, as keepalived's nft_add_vmac (internal/nft's Table).
+// VMACFirewall is a Firewall that also keeps macvlans, by index with
+// their interface's, in the table of a family (v6), so that their IGMP
+// (IPv4) or MLD (IPv6) reports leave from the interface, as keepalived's
+// nft_add_vmac (internal/nft's Table).
 type VMACFirewall interface {
-	VMAC(index, base int, on bool) error
+	VMAC(index, base int, v6, on bool) error
 }
 
+// vmacReports names what a family's table keeps from leaving with the
+// VMAC, for the log.
+var vmacReports = [2]string{"IGMP", "MLD"}
+
 // fwVMAC puts the macvlan name (index, on the interface of index base)
-// in the firewall's table, in place of an earlier index of the name.
-func (n *Node) fwVMAC(name string, index, base int) {
+// in the firewall's tables of the families in tables (0: table ip, 1:
+// table ip6), in place of an earlier index of the name, and takes it out
+// of a family's table it is no longer wanted in.
+func (n *Node) fwVMAC(name string, index, base int, tables [2]bool) {
 	fw, ok := n.fw.(VMACFirewall)
 	if !ok {
 		return
@@ -400,19 +458,31 @@ func (n *Node) fwVMAC(name string, index, base int) {
 	n.vmacMu.Lock()
 	defer n.vmacMu.Unlock()
 	for _, v := range n.vmacs {
-		if v.name != name || v.fwIndex == index {
+		if v.name != name || v.fwIndex == index && v.fw == tables {
 			continue
 		}
-		if v.fwIndex != 0 {
-			if err := fw.VMAC(v.fwIndex, base, false); err != nil {
+		for fam, in := range v.fw {
+			if !in || v.fwIndex == index && tables[fam] {
+				continue
+			}
+			if err := fw.VMAC(v.fwIndex, base, fam == 1, false); err != nil {
 				n.log.Warn("vrrp firewall: removing a macvlan made again", "interface", name, "err", err)
 			}
-			v.fwIndex = 0
+			v.fw[fam] = false
 		}
-		if err := fw.VMAC(index, base, true); err != nil {
-			n.log.Error("vrrp firewall: its MLD reports leave with the VMAC", "interface", name, "err", err)
-			continue
+		for fam, want := range tables {
+			if !want || v.fw[fam] {
+				continue
+			}
+			if err := fw.VMAC(index, base, fam == 1, true); err != nil {
+				n.log.Error("vrrp firewall: its "+vmacReports[fam]+" reports leave with the VMAC", "interface", name, "err", err)
+				continue
+			}
+			v.fw[fam] = true
 		}
-		v.fwIndex = index
+		v.fwIndex = 0
+		if v.fw[0] || v.fw[1] {
+			v.fwIndex = index
+		}
 	}
 }

@@ -77,6 +77,14 @@ func watchFrames(t *testing.T, ns *nstest.NS, ifn string) *vmacFrames {
 			var fr vmacFrame
 			switch htons(ll.Protocol) {
 			case syscall.ETH_P_IP:
+				if ihl := int(p[0]&0xf) * 4; len(p) >= 20 && p[9] == syscall.IPPROTO_IGMP && ihl <= len(p) {
+					f.mu.Lock()
+					for _, g := range igmpGroups(p[ihl:]) {
+						f.seen = append(f.seen, vmacFrame{"igmp", g, mac})
+					}
+					f.mu.Unlock()
+					continue
+				}
 				if len(p) < 20 || p[9] != 112 {
 					continue
 				}
@@ -112,6 +120,32 @@ func watchFrames(t *testing.T, ns *nstest.NS, ifn string) *vmacFrames {
 	return f
 }
 
+// igmpGroups returns the groups an IGMP membership report is about
+// (RFC 3376 section 4.2, or the group of a version 2 report); none for
+// other IGMP messages.
+func igmpGroups(m []byte) []netip.Addr {
+	if len(m) >= 8 && m[0] == 0x16 { // IGMPv2 report
+		return []netip.Addr{netip.AddrFrom4([4]byte(m[4:8]))}
+	}
+	if len(m) < 8 || m[0] != 0x22 { // IGMPv3 report
+		return nil
+	}
+	var gs []netip.Addr
+	recs, r := int(m[6])<<8|int(m[7]), m[8:]
+	for range recs {
+		if len(r) < 8 {
+			break
+		}
+		aux, nsrc := int(r[1])*4, int(r[2])<<8|int(r[3])
+		gs = append(gs, netip.AddrFrom4([4]byte(r[4:8])))
+		if len(r) < 8+4*nsrc+aux {
+			break
+		}
+		r = r[8+4*nsrc+aux:]
+	}
+	return gs
+}
+
 // macs lists the source MACs seen for kind and addr, each once.
 func (f *vmacFrames) macs(kind, addr string) []string {
 	a := netip.MustParseAddr(addr)
@@ -124,6 +158,22 @@ func (f *vmacFrames) macs(kind, addr string) []string {
 		}
 	}
 	return out
+}
+
+// count counts the frames of kind about addr; countFrom those from mac.
+func (f *vmacFrames) count(kind, addr string) int { return f.countFrom(kind, addr, "") }
+
+func (f *vmacFrames) countFrom(kind, addr, mac string) int {
+	a := netip.MustParseAddr(addr)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, fr := range f.seen {
+		if fr.kind == kind && fr.addr == a && (mac == "" || fr.mac == mac) {
+			n++
+		}
+	}
+	return n
 }
 
 // macsOf counts the frames of kind from mac.

@@ -245,8 +245,12 @@ func (d *daemon) ipvsOptions(cfg *config.Config) (*ipvs.Options, error) {
 	return &ipvs.Options{NetNS: int(d.ipvsNS.Fd())}, nil
 }
 
+// The table keeps the macvlans too: a change of either side's method
+// must not leave it out silently (the Node asks for it at run time).
+var _ vrrp.VMACFirewall = (*nft.Table)(nil)
+
 // firewall is the nftables table of cfg's instances without accept
-// mode and of its IPv6 macvlans, opened once (a table of its name left
+// mode and of its macvlans (IGMP and MLD reports), opened once (a table of its name left
 // by a crash is deleted then) and kept across reloads; nil when no
 // instance needs it (Config.NFTableName).
 func (d *daemon) firewall(cfg *config.Config) (*nft.Table, error) {
@@ -261,8 +265,8 @@ func (d *daemon) firewall(cfg *config.Config) (*nft.Table, error) {
 			drops = drops || in.DropsVIPs()
 		}
 		if err != nil && !drops {
-			// Only for the IPv6 macvlans' MLD reports: they run without.
-			d.log.Warn("vrrp firewall: no nftables table: the IPv6 macvlans' MLD reports leave with the VMAC", "err", err)
+			// Only for the macvlans' reports: they run without.
+			d.log.Warn("vrrp firewall: no nftables table: the macvlans' IGMP and MLD reports leave with the VMAC", "err", err)
 			return nil, nil
 		}
 		if err != nil {

@@ -21,6 +21,12 @@
 // give the name and priority. Link-local VIPs are not filtered
 // (keepalived's per-interface sets vips_link_local are not built).
 //
+// For use_vmac's macvlans (Table.VMAC) the same tables hold keepalived's
+// map vmac_map (macvlan to interface, by index) and out-chain rules that
+// send the IGMP (table ip) or MLD (table ip6) reports leaving a macvlan
+// out of its interface instead, dropping the macvlan's copy; table ip6
+// also drops its router solicitations (set vmac_set).
+//
 // # Network namespaces
 //
 // The table lives in the namespace of the process that opens it: the one

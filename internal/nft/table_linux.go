@@ -27,7 +27,7 @@ type Table struct {
 	mu    sync.Mutex
 	made4 bool               // table ip NAME exists (made at its first address, as keepalived)
 	made6 bool               // table ip6 NAME exists
-	vmac6 bool               // its vmac_map, vmac_set and their rules too (VMAC)
+	vmac  [2]bool            // table ip NAME, ip6 NAME has its vmac_map and rules (VMAC)
 	vips  map[netip.Addr]int // addresses in the sets, and how many users each has
 }
 
@@ -200,12 +200,33 @@ func ifKind(k string) []byte {
 	return b
 }
 
-// vmacRules are keepalived's setup_rule_move_igmp and
-// setup_rule_drop_router_solicit for IPv6 (with nft's dup statement):
+// vmacRules are keepalived's setup_rule_move_igmp, and for IPv6
+// setup_rule_drop_router_solicit (with nft's dup statement):
 //
+//	ip protocol igmp meta oifkind "macvlan" dup to ip daddr device oif map @vmac_map [counter] drop
 //	icmpv6 type mld2-listener-report meta oifkind "macvlan" dup to ip6 daddr device oif map @vmac_map [counter] drop
 //	icmpv6 type nd-router-solicit meta oifkind "macvlan" oif @vmac_set [counter] drop
-func (t *Table) vmacRules(ch *nftables.Chain, m, set *nftables.Set) []*nftables.Rule {
+func (t *Table) vmacRules(ch *nftables.Chain, m, set *nftables.Set, v6 bool) []*nftables.Rule {
+	macvlan := []expr.Any{
+		&expr.Meta{Key: metaOIFKind, Register: 2},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: ifKind("macvlan")},
+		&expr.Meta{Key: expr.MetaKeyOIF, Register: 2},
+	}
+	dup := func(match []expr.Any, daddr, n uint32) *nftables.Rule {
+		e := append(match, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: daddr, Len: n})
+		e = append(e, macvlan...)
+		e = append(e, &expr.Lookup{SourceRegister: 2, DestRegister: 2, IsDestRegSet: true, SetName: m.Name, SetID: m.ID},
+			&expr.Dup{RegAddr: 1, RegDev: 2, IsRegDevSet: true})
+		e = append(t.counter(e), &expr.Verdict{Kind: expr.VerdictDrop})
+		return &nftables.Rule{Table: ch.Table, Chain: ch, Exprs: e}
+	}
+	if !v6 {
+		igmp := []expr.Any{ // the protocol field of the IPv4 header
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 9, Len: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_IGMP}},
+		}
+		return []*nftables.Rule{dup(igmp, 16, 4)}
+	}
 	icmp6 := func(typ byte) []expr.Any {
 		return []expr.Any{
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
@@ -214,51 +235,52 @@ func (t *Table) vmacRules(ch *nftables.Chain, m, set *nftables.Set) []*nftables.
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{typ}},
 		}
 	}
-	macvlan := []expr.Any{
-		&expr.Meta{Key: metaOIFKind, Register: 2},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: ifKind("macvlan")},
-		&expr.Meta{Key: expr.MetaKeyOIF, Register: 2},
-	}
-	mld := icmp6(143) // ICMPV6_MLD2_REPORT
-	mld = append(mld, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 24, Len: 16})
-	mld = append(mld, macvlan...)
-	mld = append(mld, &expr.Lookup{SourceRegister: 2, DestRegister: 2, IsDestRegSet: true, SetName: m.Name, SetID: m.ID},
-		&expr.Dup{RegAddr: 1, RegDev: 2, IsRegDevSet: true})
-	mld = append(t.counter(mld), &expr.Verdict{Kind: expr.VerdictDrop})
+	mld := dup(icmp6(143), 24, 16)       // ICMPV6_MLD2_REPORT
 	rs := append(icmp6(133), macvlan...) // ND_ROUTER_SOLICIT
 	rs = append(rs, &expr.Lookup{SourceRegister: 2, SetName: set.Name, SetID: set.ID})
 	rs = append(t.counter(rs), &expr.Verdict{Kind: expr.VerdictDrop})
-	return []*nftables.Rule{{Table: ch.Table, Chain: ch, Exprs: mld}, {Table: ch.Table, Chain: ch, Exprs: rs}}
+	return []*nftables.Rule{mld, {Table: ch.Table, Chain: ch, Exprs: rs}}
 }
 
-func (t *Table) vmacSets() (m, set *nftables.Set) {
-	tb := t.table(true)
-	return &nftables.Set{Table: tb, Name: "vmac_map", IsMap: true, KeyType: nftables.TypeIFIndex, DataType: nftables.TypeIFIndex,
-			KeyByteOrder: binaryutil.NativeEndian},
-		&nftables.Set{Table: tb, Name: "vmac_set", KeyType: nftables.TypeIFIndex, KeyByteOrder: binaryutil.NativeEndian}
+// vmacSets are a family's vmac_map and, for IPv6 only (its router
+// solicitation rule), vmac_set; nil for IPv4's.
+func (t *Table) vmacSets(v6 bool) (m, set *nftables.Set) {
+	tb := t.table(v6)
+	m = &nftables.Set{Table: tb, Name: "vmac_map", IsMap: true, KeyType: nftables.TypeIFIndex, DataType: nftables.TypeIFIndex,
+		KeyByteOrder: binaryutil.NativeEndian}
+	if v6 {
+		set = &nftables.Set{Table: tb, Name: "vmac_set", KeyType: nftables.TypeIFIndex, KeyByteOrder: binaryutil.NativeEndian}
+	}
+	return m, set
 }
 
-// VMAC adds (on) or removes an IPv6 macvlan, by its index, with the
-// index of its interface (base), in the ip6 table's vmac_map and
-// vmac_set, making them, the out chain and their rules first, as
-// keepalived's nft_add_vmac: the MLD reports that would leave the
-// macvlan with the VRRP MAC are sent from its interface instead (dup to
-// their destination through it), and its router solicitations dropped,
-// so that no switch learns the VMAC from a backup. Call it before the
-// macvlan comes up: it reports its groups then.
-func (t *Table) VMAC(index, base int, on bool) error {
+// VMAC adds (on) or removes a macvlan, by its index, with the index of
+// its interface (base), in table ip NAME's vmac_map (v6 false) or table
+// ip6 NAME's vmac_map and vmac_set, making the table, its out chain,
+// the map (and set) and their rules first, as keepalived 2.2.7's
+// nft_add_vmac: the IGMP (IPv4) or MLD (IPv6) reports that would leave
+// the macvlan with the VRRP MAC are sent from its interface instead (dup
+// to their destination through it) and the macvlan's copy dropped, and
+// for IPv6 its router solicitations dropped, so that no switch learns
+// the VMAC from a backup. Call it before the macvlan comes up: it
+// reports its groups then.
+func (t *Table) VMAC(index, base int, v6, on bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !on && !t.vmac6 {
+	fam := 0
+	if v6 {
+		fam = 1
+	}
+	if !on && !t.vmac[fam] {
 		return nil
 	}
 	c, err := t.conn()
 	if err != nil {
 		return err
 	}
-	m, set := t.vmacSets()
-	if !t.vmac6 {
-		tb := c.AddTable(t.table(true))
+	m, set := t.vmacSets(v6)
+	if !t.vmac[fam] {
+		tb := c.AddTable(t.table(v6))
 		prio := nftables.ChainPriority(t.o.Priority)
 		accept := nftables.ChainPolicyAccept
 		out := c.AddChain(&nftables.Chain{Name: "out", Table: tb, Type: nftables.ChainTypeFilter,
@@ -266,22 +288,24 @@ func (t *Table) VMAC(index, base int, on bool) error {
 		if err := c.AddSet(m, nil); err != nil {
 			return fmt.Errorf("nftables: map vmac_map: %w", err)
 		}
-		if err := c.AddSet(set, nil); err != nil {
-			return fmt.Errorf("nftables: set vmac_set: %w", err)
+		if set != nil {
+			if err := c.AddSet(set, nil); err != nil {
+				return fmt.Errorf("nftables: set vmac_set: %w", err)
+			}
 		}
-		for _, r := range t.vmacRules(out, m, set) {
+		for _, r := range t.vmacRules(out, m, set, v6) {
 			c.AddRule(r)
 		}
 	}
 	key := binaryutil.NativeEndian.PutUint32(uint32(index))
 	if on {
 		err = c.SetAddElements(m, []nftables.SetElement{{Key: key, Val: binaryutil.NativeEndian.PutUint32(uint32(base))}})
-		if err == nil {
+		if err == nil && set != nil {
 			err = c.SetAddElements(set, []nftables.SetElement{{Key: key}})
 		}
 	} else {
 		err = c.SetDeleteElements(m, []nftables.SetElement{{Key: key}})
-		if err == nil {
+		if err == nil && set != nil {
 			err = c.SetDeleteElements(set, []nftables.SetElement{{Key: key}})
 		}
 	}
@@ -289,9 +313,10 @@ func (t *Table) VMAC(index, base int, on bool) error {
 		err = c.Flush()
 	}
 	if err != nil {
-		return fmt.Errorf("nftables: table ip6 %s: %s macvlan %d: %w", t.o.Table, map[bool]string{true: "add", false: "remove"}[on], index, err)
+		return fmt.Errorf("nftables: table %s %s: %s macvlan %d: %w", map[bool]string{false: "ip", true: "ip6"}[v6], t.o.Table,
+			map[bool]string{true: "add", false: "remove"}[on], index, err)
 	}
-	t.vmac6 = true
+	t.vmac[fam] = true
 	return nil
 }
 
@@ -378,10 +403,10 @@ func (t *Table) update(addrs []netip.Addr, v6, on bool) error {
 func (t *Table) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.made4 && !t.made6 && !t.vmac6 {
+	if !t.made4 && !t.made6 && !t.vmac[0] && !t.vmac[1] {
 		return nil
 	}
-	t.made4, t.made6, t.vmac6 = false, false, false
+	t.made4, t.made6, t.vmac = false, false, [2]bool{}
 	clear(t.vips)
 	return t.deleteTable()
 }

@@ -106,13 +106,17 @@ func TestTableDrops(t *testing.T) {
 	})
 }
 
-// TestTableVMAC: VMAC makes keepalived 2.2.7's ip6 table for an IPv6
-// macvlan, as nft lists keepalived's own (checked in a namespace with
-// keepalived and use_vmac): the out chain at the priority given, the
-// macvlan and its interface in vmac_map and vmac_set, the MLD report
-// rule that sends them from the interface and the router solicitation
-// rule (TestVMACNoMLD sends through it). Removed, the elements go;
-// Close removes the table.
+// TestTableVMAC: VMAC makes keepalived 2.2.7's table for a macvlan of
+// either family, as nft lists keepalived's own (taken in a namespace with
+// keepalived and use_vmac, IPv4 and IPv6 instances): for IPv6 the out
+// chain at the priority given, the macvlan and its interface in vmac_map
+// and vmac_set, the MLD report rule that sends them from the interface and
+// the router solicitation rule (TestVMACNoMLD sends through it); for IPv4
+// table ip with vmac_map only and the IGMP report rule (TestVMACNoIGMP),
+// here under nftables_counters and another priority, the other family's
+// table not made. The IPv4 VIPs' drop rules (no accept mode) go after the
+// IGMP rule in the same out chain, as keepalived's. Removed, the elements
+// go; Close removes both tables.
 func TestTableVMAC(t *testing.T) {
 	nstest.RequireRoot(t)
 	ipvstest.RequireCommand(t, "nft")
@@ -132,46 +136,85 @@ func TestTableVMAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := func() string {
-		out, _ := exec.Command("ip", "netns", "exec", ns.Name, "nft", "list", "table", "ip6", "keepalived").CombinedOutput()
+	list := func(fam string) string {
+		out, _ := exec.Command("ip", "netns", "exec", ns.Name, "nft", "list", "table", fam, "keepalived").CombinedOutput()
 		return string(out)
 	}
-	var tb *Table
-	ns.Do(t, func() {
-		if tb, err = Open(Options{Table: "keepalived", Priority: -1}); err == nil {
-			err = tb.VMAC(mv.Attrs().Index, d0.Attrs().Index, true)
+	wants := func(got string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("nft lists no %q in:\n%s", w, got)
+			}
 		}
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	got := list()
-	for _, want := range []string{
-		"type filter hook output priority filter - 1; policy accept;",
-		// keepalived's lists "d0" for the data: the nftables package
-		// writes no data byte order for nft to show it by, and nft
-		// shows the number (the kernel reads it in host order alike).
-		`elements = { "vrrp.51" : `,
-		`elements = { "vrrp.51" }`,
-		`icmpv6 type mld2-listener-report meta oifkind "macvlan" dup to ip6 daddr device oif map @vmac_map drop`,
-		`icmpv6 type nd-router-solicit meta oifkind "macvlan" oif @vmac_set drop`,
+	// keepalived's lists "d0" for the data: the nftables package writes
+	// no data byte order for nft to show it by, and nft shows the number
+	// (the kernel reads it in host order alike).
+	const elem = `elements = { "vrrp.51" : `
+	for _, tt := range []struct {
+		fam  string
+		o    Options
+		want []string
+	}{
+		{"ip6", Options{Table: "keepalived", Priority: -1}, []string{
+			"type filter hook output priority filter - 1; policy accept;",
+			elem, `elements = { "vrrp.51" }`,
+			`icmpv6 type mld2-listener-report meta oifkind "macvlan" dup to ip6 daddr device oif map @vmac_map drop`,
+			`icmpv6 type nd-router-solicit meta oifkind "macvlan" oif @vmac_set drop`,
+		}},
+		{"ip", Options{Table: "keepalived", Priority: -5, Counters: true}, []string{
+			"type filter hook output priority filter - 5; policy accept;",
+			elem,
+			`ip protocol igmp meta oifkind "macvlan" dup to ip daddr device oif map @vmac_map counter packets 0 bytes 0 drop`,
+		}},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("nft lists no %q in:\n%s", want, got)
-		}
-	}
-	ns.Do(t, func() { err = tb.VMAC(mv.Attrs().Index, d0.Attrs().Index, false) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := list(); strings.Contains(got, "vrrp.51") {
-		t.Errorf("the macvlan is left in the table:\n%s", got)
-	}
-	ns.Do(t, func() { err = tb.Close() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := list(); strings.Contains(got, "chain out") {
-		t.Errorf("the table is left after Close:\n%s", got)
+		t.Run(tt.fam, func(t *testing.T) {
+			v6 := tt.fam == "ip6"
+			other := map[bool]string{true: "ip", false: "ip6"}[v6]
+			var tb *Table
+			ns.Do(t, func() {
+				if tb, err = Open(tt.o); err == nil {
+					err = tb.VMAC(mv.Attrs().Index, d0.Attrs().Index, v6, true)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := list(tt.fam)
+			wants(got, tt.want...)
+			if !v6 && strings.Contains(got, "vmac_set") {
+				t.Errorf("table ip has a vmac_set, which keepalived's has not:\n%s", got)
+			}
+			if got := list(other); strings.Contains(got, "chain") {
+				t.Errorf("table %s keepalived made for a macvlan of the other family:\n%s", other, got)
+			}
+			if !v6 {
+				ns.Do(t, func() { err = tb.Drop([]netip.Addr{netip.MustParseAddr("192.0.2.100")}, true) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := list(tt.fam)
+				igmp, vips := strings.Index(got, "ip protocol igmp"), strings.Index(got, "ip saddr @vips")
+				if igmp < 0 || vips < igmp {
+					t.Errorf("want the IGMP rule, then the VIPs' drop, in the out chain:\n%s", got)
+				}
+				wants(got, "ip daddr @vips counter packets 0 bytes 0 drop", elem)
+			}
+			ns.Do(t, func() { err = tb.VMAC(mv.Attrs().Index, d0.Attrs().Index, v6, false) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := list(tt.fam); strings.Contains(got, "vrrp.51") || !strings.Contains(got, "vmac_map") {
+				t.Errorf("the macvlan is left in the table, or the map gone:\n%s", got)
+			}
+			ns.Do(t, func() { err = tb.Close() })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := list(tt.fam); strings.Contains(got, "chain out") {
+				t.Errorf("the table is left after Close:\n%s", got)
+			}
+		})
 	}
 }
