@@ -250,18 +250,14 @@ func (n *Node) retrack(now time.Time) {
 	}
 }
 
+// faultOf is an instance's effective priority, and its fault with its
+// sync group's (syncMember.fault).
 func (n *Node) faultOf(in *instance) (uint8, bool) {
 	p, fault := n.track.effective(in)
-	if in.noPeer {
-		fault = true
-	}
-	if in.sync != nil {
-		for _, o := range in.sync.others {
-			if _, f := n.track.effective(n.insts[o.idx]); f {
-				fault = true
-			}
-		}
-	}
+	fault = in.sync.fault(fault || in.noPeer, func(i int) bool {
+		_, f := n.track.effective(n.insts[i])
+		return f
+	})
 	return p, fault
 }
 
