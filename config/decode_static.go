@@ -117,9 +117,9 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 		d.rep.lenient(c.Pos, c.Keyword, "rule ignored, as keepalived does: "+format, args...)
 		return r, false
 	}
-	family := ""
-	setFamily := func(f string) bool {
-		if family != "" && family != f {
+	family := FamilyUnset
+	setFamily := func(f Family) bool {
+		if family != FamilyUnset && family != f {
 			return false
 		}
 		family = f
@@ -144,7 +144,11 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 		}
 		switch w {
 		case "inet", "inet6":
-			if !setFamily(w) {
+			f := Inet
+			if w == "inet6" {
+				f = Inet6
+			}
+			if !setFamily(f) {
 				return skip("%s given for a rule of the other family", w)
 			}
 			// keepalived 2.2.7's alloc_rule steps over the word after
@@ -163,7 +167,7 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			switch v {
 			case "default", "any", "all":
 			case "default6":
-				if !setFamily("inet6") {
+				if !setFamily(Inet6) {
 					return skip("rule mixes IPv4 and IPv6")
 				}
 			default:
@@ -233,7 +237,7 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 				return skip("invalid realms %q (numbers: TO or FROM/TO)", v)
 			}
 			r.Realms, tableOption = realms, true
-			if !setFamily("inet") {
+			if !setFamily(Inet) {
 				return skip("realms is only valid for IPv4")
 			}
 		case "suppress_prefixlength", "sup_pl":
@@ -358,13 +362,13 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 		}
 		r.Protocol, r.HasProtocol = 18, true
 	}
-	if family == "" {
-		family = "inet"
+	if family == FamilyUnset {
+		family = Inet
 	}
 	r.Family = family
 	if !hasPriority {
 		fi := 0
-		if family == "inet6" {
+		if family == Inet6 {
 			fi = 1
 		}
 		if d.rulePriority[fi] == 0 {
@@ -381,11 +385,14 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 // a family without one; the next get one less each.
 const ruleStartPriority = 16384
 
-func family4or6(a netip.Addr) string {
+// family4or6 is a rule address's family: an IPv4-mapped IPv6 address
+// counts as IPv6 here, as it did when the family was a string (family()
+// makes it IPv4's).
+func family4or6(a netip.Addr) Family {
 	if a.Is4() {
-		return "inet"
+		return Inet
 	}
-	return "inet6"
+	return Inet6
 }
 
 // rtTablesFile names the routing tables, as iproute2 and keepalived read

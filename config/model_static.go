@@ -11,7 +11,7 @@ import "net/netip"
 type Rule struct {
 	Pos Pos `json:"pos"`
 	// Family is inet or inet6: from inet/inet6 or the first address.
-	Family string       `json:"family"`
+	Family Family       `json:"family"`
 	From   netip.Prefix `json:"from,omitzero"`
 	To     netip.Prefix `json:"to,omitzero"`
 	Not    bool         `json:"not,omitempty"`

@@ -63,7 +63,7 @@ func TestRuleLines(t *testing.T) {
 			got := ""
 			if len(cfg.StaticRules) == 1 {
 				r := cfg.StaticRules[0]
-				got = strings.Join([]string{r.Family, strconv.Itoa(int(r.Priority)), r.Action}, " ")
+				got = strings.Join([]string{r.Family.String(), strconv.Itoa(int(r.Priority)), r.Action}, " ")
 			}
 			if got != tt.want {
 				t.Errorf("rule: got %q, want %q\n%s", got, tt.want, diags)

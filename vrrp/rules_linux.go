@@ -41,7 +41,7 @@ func ipNet(p netip.Prefix) *net.IPNet {
 func toRule(cr config.Rule) *netlink.Rule {
 	r := netlink.NewRule()
 	r.Family = unix.AF_INET
-	if cr.Family == "inet6" {
+	if cr.Family == config.Inet6 {
 		r.Family = unix.AF_INET6
 	}
 	r.Priority = int(cr.Priority)
