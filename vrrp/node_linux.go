@@ -92,7 +92,7 @@ func (in *instance) firewall(on bool) {
 		addrs = append(addrs, a.VIP.Prefix.Addr())
 	}
 	if err := in.node.fw.Drop(addrs, on); err != nil {
-		in.node.log.Error("vrrp firewall", "instance", in.cfg.Name, "err", err)
+		in.logger().Error("vrrp firewall", "err", err)
 	}
 }
 
@@ -508,7 +508,7 @@ func (in *instance) takeOver(old *instance) bool {
 	}
 	for _, r := range h.addRules {
 		if err := in.node.rules.Add(r); err != nil {
-			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
+			in.logger().Error("vrrp rule", "err", err)
 		}
 	}
 	return h.announce
@@ -789,7 +789,7 @@ func (in *instance) announce(done chan<- struct{}) {
 					continue
 				}
 				if err := ann.Announce(in.annAddrs[dev][:1]); err != nil {
-					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+					in.logger().Warn("vrrp announce", "err", err)
 				}
 			}
 			continue

@@ -174,7 +174,7 @@ func (in *instance) installRules(on bool) {
 			err = in.node.rules.Remove(r)
 		}
 		if err != nil {
-			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
+			in.logger().Error("vrrp rule", "err", err)
 		}
 	}
 }
