@@ -479,39 +479,36 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 // reports whether it added addresses (they are then announced).
 func (in *instance) takeOver(old *instance) bool {
 	h := planHandOver(old.cfg, in.cfg, nodeClaims{old.node})
+	mine, theirs := in.node, old.node
 	in.firewall(true)
 	old.firewall(false)
-	for _, a := range h.takeAddrs {
-		if !in.node.addrs.take(old.node.addrs, a.Dev, a.VIP.Prefix) {
-			h.addAddrs, h.announce = append(h.addAddrs, a), true // no longer claimed
-		}
-	}
-	for _, a := range h.addAddrs {
-		if err := in.node.addrs.Add(a.Dev, a.VIP); err != nil {
+	addrs := settle(h.takeAddrs, h.addAddrs, func(a devAddr) bool {
+		return mine.addrs.take(theirs.addrs, a.Dev, a.VIP.Prefix)
+	}, itself[devAddr])
+	for _, a := range addrs {
+		if err := mine.addrs.Add(a.Dev, a.VIP); err != nil {
 			in.logger().Error("vrrp address", "err", err)
 		}
 	}
-	for _, m := range h.takeRoutes {
-		if !in.node.routes.take(old.node.routes, m.old, m.cur) {
-			h.addRoutes = append(h.addRoutes, m.cur)
-		}
-	}
-	for _, r := range h.addRoutes {
-		if err := in.node.routes.Add(r, in.cfg.Interface); err != nil {
+	routes := settle(h.takeRoutes, h.addRoutes, func(m routeMove) bool {
+		return mine.routes.take(theirs.routes, m.old, m.cur)
+	}, func(m routeMove) config.Route { return m.cur })
+	for _, r := range routes {
+		if err := mine.routes.Add(r, in.cfg.Interface); err != nil {
 			in.logger().Error("vrrp route", "err", err)
 		}
 	}
-	for _, r := range h.takeRules {
-		if !in.node.rules.take(old.node.rules, r) {
-			h.addRules = append(h.addRules, r)
-		}
-	}
-	for _, r := range h.addRules {
-		if err := in.node.rules.Add(r); err != nil {
+	rules := settle(h.takeRules, h.addRules, func(r config.Rule) bool {
+		return mine.rules.take(theirs.rules, r)
+	}, itself[config.Rule])
+	for _, r := range rules {
+		if err := mine.rules.Add(r); err != nil {
 			in.logger().Error("vrrp rule", "err", err)
 		}
 	}
-	return h.announce
+	// Added addresses are announced: those planned, and those that
+	// could not be taken after all.
+	return h.announce || len(addrs) > len(h.addAddrs)
 }
 
 // nodeClaims are the kernel entries a Node installed, for planHandOver.

@@ -2,6 +2,7 @@ package vrrp
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -160,6 +161,23 @@ func planHandOver(old, cur *config.Instance, held claims) handOver {
 	}
 	return h
 }
+
+// settle is what a hand-over adds of one kind of entry: add, as planned,
+// then each entry of take that the Node could not take after all (took
+// false: the old Node no longer claims it), as the new instance has it
+// (cur). It calls took on every entry of take, in order.
+func settle[T, A any](take []T, add []A, took func(T) bool, cur func(T) A) []A {
+	out := slices.Clip(add)
+	for _, t := range take {
+		if !took(t) {
+			out = append(out, cur(t))
+		}
+	}
+	return out
+}
+
+// itself is settle's cur for entries taken as they are.
+func itself[T any](t T) T { return t }
 
 // resumption pairs an old Node's instance with the new Node's that
 // resumes it (indexes in each Node's list).
