@@ -662,16 +662,12 @@ func (n *Node) readConn(s *sock, c *Conn, buf []byte) {
 		nb, r, err := c.Read(buf)
 		var de *DecodeError
 		if errors.As(err, &de) {
-			s.drops[de.Reason].Add(1)
+			s.drops[de.Reason].Add(1) // an AH packet ParseAH refused too
 			continue
 		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
-			}
-			if de := (*DecodeError)(nil); errors.As(err, &de) {
-				s.drops[de.Reason].Add(1) // an AH packet ParseAH refused
-				continue
 			}
 			n.log.Warn("vrrp read", "interface", c.Interface().Name, "err", err)
 			continue
