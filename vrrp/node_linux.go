@@ -704,10 +704,11 @@ func (n *Node) readConn(s *sock, c *Conn, buf []byte) {
 		if own {
 			continue // our own advert, looped back
 		}
-		if backup && a.Priority != 0 {
+		noteSrc, clash := heard(&a, backup, in.params.Priority)
+		if noteSrc {
 			in.advSrc = r.Src
 		}
-		if a.Priority == 255 && in.params.Priority == 255 && !in.ownerClash.Swap(true) {
+		if clash && !in.ownerClash.Swap(true) {
 			in.logger().Error("vrrp: this instance and another router are both the address owner (priority 255): "+
 				"this one drops to priority 254, as keepalived does; fix the configuration",
 				"src", r.Src)
