@@ -746,13 +746,10 @@ func (in *instance) SendAdvert(prio uint8) {
 		}
 		in.sent.Add(1)
 	}
-	// garp_extra_if: checked at each advert of a master, as keepalived's
-	// vrrp_state_master_tx checks its vmac_garp_timer.
-	if p := in.cfg.Garp.ExtraIf; p > 0 && prio != 0 && State(in.state.Load()) == Master {
-		if now := time.Now(); now.UnixNano() > in.extraDue.Load() {
-			in.extraDue.Store(now.Add(p).UnixNano())
-			in.SendGARP(extraBurst)
-		}
+	master := State(in.state.Load()) == Master
+	if send, next := extraIfDue(in.cfg.Garp.ExtraIf, prio, master, time.Now(), in.extraDue.Load()); send {
+		in.extraDue.Store(next)
+		in.SendGARP(extraBurst)
 	}
 }
 

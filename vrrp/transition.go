@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/directord/directord/config"
 )
@@ -263,4 +264,18 @@ func extraBurstOn(ci *config.Instance, dev string, addrVMAC bool) bool {
 		return false
 	}
 	return ci.Garp.ExtraIfAll || addrVMAC
+}
+
+// extraIfDue is garp_extra_if's check at each advert (period p; an
+// advert of priority prio from an instance master or not): whether the
+// announcement on the other interfaces is due now, due being when it
+// is, and when the next one will be (unix nanoseconds). It is checked
+// at a master's adverts, as keepalived's vrrp_state_master_tx checks
+// its vmac_garp_timer; a priority 0 advert (the master leaving) sends
+// none.
+func extraIfDue(p time.Duration, prio uint8, master bool, now time.Time, due int64) (send bool, next int64) {
+	if p <= 0 || prio == 0 || !master || now.UnixNano() <= due {
+		return false, due
+	}
+	return true, now.Add(p).UnixNano()
 }

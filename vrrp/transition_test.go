@@ -316,3 +316,36 @@ func TestSettle(t *testing.T) {
 		})
 	}
 }
+
+// TestExtraIfDue checks when a master's advert brings garp_extra_if's
+// announcement on its other interfaces, and when the next is due.
+func TestExtraIfDue(t *testing.T) {
+	now := time.Unix(1000, 0)
+	past, future := now.Add(-time.Second).UnixNano(), now.Add(time.Second).UnixNano()
+	next := now.Add(5 * time.Second).UnixNano()
+	for _, tc := range []struct {
+		name   string
+		p      time.Duration
+		prio   uint8
+		master bool
+		due    int64
+		send   bool
+		next   int64
+	}{
+		{name: "due", p: 5 * time.Second, prio: 100, master: true, due: past, send: true, next: next},
+		{name: "never set", p: 5 * time.Second, prio: 100, master: true, due: 0, send: true, next: next},
+		{name: "not yet", p: 5 * time.Second, prio: 100, master: true, due: future, next: future},
+		{name: "due this very nanosecond: not yet", p: 5 * time.Second, prio: 100, master: true,
+			due: now.UnixNano(), next: now.UnixNano()},
+		{name: "off", prio: 100, master: true, due: past, next: past},
+		{name: "priority 0 advert", p: 5 * time.Second, master: true, due: past, next: past},
+		{name: "not master", p: 5 * time.Second, prio: 100, due: past, next: past},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			send, next := extraIfDue(tc.p, tc.prio, tc.master, now, tc.due)
+			if send != tc.send || next != tc.next {
+				t.Errorf("extraIfDue: %v, %d; want %v, %d", send, next, tc.send, tc.next)
+			}
+		})
+	}
+}
