@@ -914,21 +914,11 @@ func (n *Node) Status(ctx context.Context) ([]InstanceStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := InstanceStatus{Name: in.cfg.Name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
-			Yielding: st.Yielding,
-			Sent:     in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
-		if ns := in.since.Load(); ns != 0 {
-			s.Since = time.Unix(0, ns)
-		}
+		var primary netip.Addr
 		if in.primaryKnown.Load() {
-			s.Primary = in.primary
+			primary = in.primary
 		}
-		for _, r := range DropReasons() {
-			if v := in.drops[r].Load() + in.sock.drops[r].Load(); v > 0 {
-				s.Drops[r.String()] = v
-			}
-		}
-		out = append(out, s)
+		out = append(out, reportOf(in.cfg.Name, st, &in.counters, primary, &in.drops, &in.sock.drops))
 	}
 	return out, nil
 }
