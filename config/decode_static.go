@@ -135,8 +135,8 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			i++
 			return words[i], true
 		}
-		setAction := func(a string) bool {
-			if r.Action != "" {
+		setAction := func(a RuleAction) bool {
+			if r.Action != RuleActionUnset {
 				return false
 			}
 			r.Action = a
@@ -195,7 +195,7 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			if t == 0 {
 				return skip("table 0 is not valid")
 			}
-			if !setAction("table") {
+			if !setAction(RuleTable) {
 				return skip("more than one of table/nop/goto/blackhole/prohibit/unreachable")
 			}
 			r.Table = t
@@ -315,7 +315,7 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 				value()
 			}
 			d.rep.unsupported(c.Pos, c.Keyword, "rule option "+w+" is not programmed")
-			if w == "l3mdev" && !setAction("table") {
+			if w == "l3mdev" && !setAction(RuleTable) {
 				return skip("l3mdev with another action")
 			}
 		default:
@@ -337,12 +337,13 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			default:
 				return skip("unknown rule option %q%s", a, didYouMean(a, ruleOptions))
 			}
-			if !setAction(a) {
+			act, _ := enumParse[RuleAction]("rule action", ruleActionNames, a) // one of the cases above
+			if !setAction(act) {
 				return skip("more than one of table/nop/goto/blackhole/prohibit/unreachable")
 			}
 		}
 	}
-	if r.Action == "goto" {
+	if r.Action == RuleGoto {
 		if !hasPriority {
 			return skip("goto target %d given without preference", r.Goto)
 		}
@@ -350,10 +351,10 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			return skip("preference %d is not below goto target %d", r.Priority, r.Goto)
 		}
 	}
-	if r.Action == "" {
+	if r.Action == RuleActionUnset {
 		return skip("no action (table, goto, nop, blackhole, unreachable or prohibit)")
 	}
-	if r.Action != "table" && tableOption {
+	if r.Action != RuleTable && tableOption {
 		return skip("suppress_prefixlength, suppress_ifgroup and realms need a table action")
 	}
 	if !r.NoTrack {
