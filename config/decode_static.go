@@ -117,9 +117,9 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 		d.rep.lenient(c.Pos, c.Keyword, "rule ignored, as keepalived does: "+format, args...)
 		return r, false
 	}
-	family := ""
-	setFamily := func(f string) bool {
-		if family != "" && family != f {
+	family := FamilyUnset
+	setFamily := func(f Family) bool {
+		if family != FamilyUnset && family != f {
 			return false
 		}
 		family = f
@@ -135,8 +135,8 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			i++
 			return words[i], true
 		}
-		setAction := func(a string) bool {
-			if r.Action != "" {
+		setAction := func(a RuleAction) bool {
+			if r.Action != RuleActionUnset {
 				return false
 			}
 			r.Action = a
@@ -144,7 +144,11 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 		}
 		switch w {
 		case "inet", "inet6":
-			if !setFamily(w) {
+			f := Inet
+			if w == "inet6" {
+				f = Inet6
+			}
+			if !setFamily(f) {
 				return skip("%s given for a rule of the other family", w)
 			}
 			// keepalived 2.2.7's alloc_rule steps over the word after
@@ -163,7 +167,7 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			switch v {
 			case "default", "any", "all":
 			case "default6":
-				if !setFamily("inet6") {
+				if !setFamily(Inet6) {
 					return skip("rule mixes IPv4 and IPv6")
 				}
 			default:
@@ -191,7 +195,7 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			if t == 0 {
 				return skip("table 0 is not valid")
 			}
-			if !setAction("table") {
+			if !setAction(RuleTable) {
 				return skip("more than one of table/nop/goto/blackhole/prohibit/unreachable")
 			}
 			r.Table = t
@@ -233,7 +237,7 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 				return skip("invalid realms %q (numbers: TO or FROM/TO)", v)
 			}
 			r.Realms, tableOption = realms, true
-			if !setFamily("inet") {
+			if !setFamily(Inet) {
 				return skip("realms is only valid for IPv4")
 			}
 		case "suppress_prefixlength", "sup_pl":
@@ -311,7 +315,7 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 				value()
 			}
 			d.rep.unsupported(c.Pos, c.Keyword, "rule option "+w+" is not programmed")
-			if w == "l3mdev" && !setAction("table") {
+			if w == "l3mdev" && !setAction(RuleTable) {
 				return skip("l3mdev with another action")
 			}
 		default:
@@ -333,12 +337,13 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			default:
 				return skip("unknown rule option %q%s", a, didYouMean(a, ruleOptions))
 			}
-			if !setAction(a) {
+			act, _ := enumParse[RuleAction]("rule action", ruleActionNames, a) // one of the cases above
+			if !setAction(act) {
 				return skip("more than one of table/nop/goto/blackhole/prohibit/unreachable")
 			}
 		}
 	}
-	if r.Action == "goto" {
+	if r.Action == RuleGoto {
 		if !hasPriority {
 			return skip("goto target %d given without preference", r.Goto)
 		}
@@ -346,10 +351,10 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 			return skip("preference %d is not below goto target %d", r.Priority, r.Goto)
 		}
 	}
-	if r.Action == "" {
+	if r.Action == RuleActionUnset {
 		return skip("no action (table, goto, nop, blackhole, unreachable or prohibit)")
 	}
-	if r.Action != "table" && tableOption {
+	if r.Action != RuleTable && tableOption {
 		return skip("suppress_prefixlength, suppress_ifgroup and realms need a table action")
 	}
 	if !r.NoTrack {
@@ -358,13 +363,13 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 		}
 		r.Protocol, r.HasProtocol = 18, true
 	}
-	if family == "" {
-		family = "inet"
+	if family == FamilyUnset {
+		family = Inet
 	}
 	r.Family = family
 	if !hasPriority {
 		fi := 0
-		if family == "inet6" {
+		if family == Inet6 {
 			fi = 1
 		}
 		if d.rulePriority[fi] == 0 {
@@ -381,11 +386,14 @@ func (d *decoder) rule(c *Node) (Rule, bool) {
 // a family without one; the next get one less each.
 const ruleStartPriority = 16384
 
-func family4or6(a netip.Addr) string {
+// family4or6 is a rule address's family: an IPv4-mapped IPv6 address
+// counts as IPv6 here, as it did when the family was a string (family()
+// makes it IPv4's).
+func family4or6(a netip.Addr) Family {
 	if a.Is4() {
-		return "inet"
+		return Inet
 	}
-	return "inet6"
+	return Inet6
 }
 
 // rtTablesFile names the routing tables, as iproute2 and keepalived read

@@ -222,3 +222,27 @@ func (c TunnelCsum) MarshalText() ([]byte, error) { return []byte(c.String()), n
 func (c *TunnelCsum) UnmarshalText(b []byte) error {
 	return unmarshalEnum(c, "tunnel checksum", csumNames, b)
 }
+
+// RuleAction is what a static_rules or virtual_rules line does with the
+// packets it matches, in ip-rule's words: table (lookup), goto, nop,
+// blackhole, unreachable or prohibit.
+type RuleAction uint8
+
+// The rule actions.
+const (
+	RuleActionUnset RuleAction = iota
+	RuleTable
+	RuleGoto
+	RuleNop
+	RuleBlackhole
+	RuleUnreachable
+	RuleProhibit
+)
+
+var ruleActionNames = []string{"", "table", "goto", "nop", "blackhole", "unreachable", "prohibit"}
+
+func (a RuleAction) String() string               { return enumText(ruleActionNames, a) }
+func (a RuleAction) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+func (a *RuleAction) UnmarshalText(b []byte) error {
+	return unmarshalEnum(a, "rule action", ruleActionNames, b)
+}

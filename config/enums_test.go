@@ -45,6 +45,9 @@ func enumCases() []enumCase {
 		{"TunnelCsum", []string{"", "nocsum", "csum", "remcsum"},
 			func(i int) encoding.TextMarshaler { return TunnelCsum(i) },
 			func() encoding.TextUnmarshaler { return new(TunnelCsum) }},
+		{"RuleAction", []string{"", "table", "goto", "nop", "blackhole", "unreachable", "prohibit"},
+			func(i int) encoding.TextMarshaler { return RuleAction(i) },
+			func() encoding.TextUnmarshaler { return new(RuleAction) }},
 	}
 }
 

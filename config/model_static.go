@@ -11,7 +11,7 @@ import "net/netip"
 type Rule struct {
 	Pos Pos `json:"pos"`
 	// Family is inet or inet6: from inet/inet6 or the first address.
-	Family string       `json:"family"`
+	Family Family       `json:"family"`
 	From   netip.Prefix `json:"from,omitzero"`
 	To     netip.Prefix `json:"to,omitzero"`
 	Not    bool         `json:"not,omitempty"`
@@ -22,10 +22,10 @@ type Rule struct {
 	PriorityAuto bool   `json:"priority_auto,omitempty"`
 	// Action is table (lookup), goto, nop, blackhole, unreachable or
 	// prohibit.
-	Action string `json:"action"`
-	Table  uint32 `json:"table,omitempty"`
-	Goto   uint32 `json:"goto,omitempty"`
-	TOS    uint8  `json:"tos,omitempty"`
+	Action RuleAction `json:"action"`
+	Table  uint32     `json:"table,omitempty"`
+	Goto   uint32     `json:"goto,omitempty"`
+	TOS    uint8      `json:"tos,omitempty"`
 	// FwMark is set with HasFwMark (fwmark N), FwMask with HasFwMask
 	// (fwmark N/M).
 	FwMark    uint32 `json:"fwmark,omitempty"`

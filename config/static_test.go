@@ -56,6 +56,11 @@ func TestRuleLines(t *testing.T) {
 		{"sport 5-x table 1 priority 23", "inet 23 table", "invalid sport range"},
 		{"type prohibit priority 24", "inet 24 prohibit", ""},
 		{"lookup main priority 25", "inet 25 table", ""},
+		// Every action keeps its word (config.RuleAction).
+		{"priority 5 goto 100", "inet 5 goto", ""},
+		{"nop priority 26", "inet 26 nop", ""},
+		{"blackhole priority 27", "inet 27 blackhole", ""},
+		{"type unreachable priority 28", "inet 28 unreachable", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -63,7 +68,7 @@ func TestRuleLines(t *testing.T) {
 			got := ""
 			if len(cfg.StaticRules) == 1 {
 				r := cfg.StaticRules[0]
-				got = strings.Join([]string{r.Family, strconv.Itoa(int(r.Priority)), r.Action}, " ")
+				got = strings.Join([]string{r.Family.String(), strconv.Itoa(int(r.Priority)), r.Action.String()}, " ")
 			}
 			if got != tt.want {
 				t.Errorf("rule: got %q, want %q\n%s", got, tt.want, diags)

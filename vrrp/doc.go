@@ -10,12 +10,14 @@
 // (packet.go, ah.go, announce.go), the state machine and its driver
 // (machine.go, driver.go), the translation of an instance's configuration
 // into its socket, Params, Expect and addresses (settings.go), what it
-// tracks and the priority that gives (priority.go, track.go), sync groups
-// (syncgroup.go), the set of kernel entries directord claims and a reload
-// hands over (installed.go), the Node's notify and hand-over decisions
-// (node.go), reload plans (reload.go), what a transition does in which
-// order and what a reload hands from an instance to its successor
-// (transition.go), and the sysctls the Node sets and hands over
+// tracks and the priority that gives (priority.go, track.go), sync groups,
+// their shared fault included (syncgroup.go), which adverts an instance
+// takes and what it notes of them (receive.go), the set of kernel entries
+// directord claims and a reload hands over (installed.go), the Node's
+// notify and hand-over decisions and its status report (node.go), reload
+// plans (reload.go), what a transition does in which order, what a reload
+// hands from an instance to its successor and when garp_extra_if
+// announces (transition.go), and the sysctls the Node sets and hands over
 // (sysctl.go). node_linux.go opens the sockets, wires them to these and
 // carries out their plans.
 //

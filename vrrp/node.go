@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/directord/directord/config"
@@ -86,6 +87,25 @@ type InstanceStatus struct {
 	Yielding bool
 	// Primary is the address its adverts come from.
 	Primary netip.Addr
+}
+
+// reportOf is what Status reports of an instance named name: its
+// machine's st, its counters c, primary (invalid while unknown), and
+// its dropped adverts by reason: its own and those of its socket before
+// an instance was known (own, sock), a reason with none left out.
+func reportOf(name string, st Status, c *counters, primary netip.Addr, own, sock *[dropReasons]atomic.Uint64) InstanceStatus {
+	s := InstanceStatus{Name: name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
+		Yielding: st.Yielding, Primary: primary, Drops: map[string]uint64{},
+		Sent: c.sent.Load(), Received: c.received.Load(), Transitions: c.transitions.Load()}
+	if ns := c.since.Load(); ns != 0 {
+		s.Since = time.Unix(0, ns)
+	}
+	for _, r := range DropReasons() {
+		if v := own[r].Load() + sock[r].Load(); v > 0 {
+			s.Drops[r.String()] = v
+		}
+	}
+	return s
 }
 
 // ErrNoInstance is Yield's error for a name no instance has.

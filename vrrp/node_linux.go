@@ -95,7 +95,7 @@ func (in *instance) firewall(on bool) {
 		addrs = append(addrs, a.VIP.Prefix.Addr())
 	}
 	if err := in.node.fw.Drop(addrs, on); err != nil {
-		in.node.log.Error("vrrp firewall", "instance", in.cfg.Name, "err", err)
+		in.logger().Error("vrrp firewall", "err", err)
 	}
 }
 
@@ -254,18 +254,14 @@ func (n *Node) retrack(now time.Time) {
 	}
 }
 
+// faultOf is an instance's effective priority, and its fault with its
+// sync group's (syncMember.fault).
 func (n *Node) faultOf(in *instance) (uint8, bool) {
 	p, fault := n.track.effective(in)
-	if in.noPeer {
-		fault = true
-	}
-	if in.sync != nil {
-		for _, o := range in.sync.others {
-			if _, f := n.track.effective(n.insts[o.idx]); f {
-				fault = true
-			}
-		}
-	}
+	fault = in.sync.fault(fault || in.noPeer, func(i int) bool {
+		_, f := n.track.effective(n.insts[i])
+		return f
+	})
 	return p, fault
 }
 
@@ -487,39 +483,36 @@ func (n *Node) Adopt(old *Node, plan []InstancePlan) {
 // reports whether it added addresses (they are then announced).
 func (in *instance) takeOver(old *instance) bool {
 	h := planHandOver(old.cfg, in.cfg, nodeClaims{old.node})
+	mine, theirs := in.node, old.node
 	in.firewall(true)
 	old.firewall(false)
-	for _, a := range h.takeAddrs {
-		if !in.node.addrs.take(old.node.addrs, a.Dev, a.VIP.Prefix) {
-			h.addAddrs, h.announce = append(h.addAddrs, a), true // no longer claimed
-		}
-	}
-	for _, a := range h.addAddrs {
-		if err := in.node.addrs.Add(a.Dev, a.VIP); err != nil {
+	addrs := settle(h.takeAddrs, h.addAddrs, func(a devAddr) bool {
+		return mine.addrs.take(theirs.addrs, a.Dev, a.VIP.Prefix)
+	}, itself[devAddr])
+	for _, a := range addrs {
+		if err := mine.addrs.Add(a.Dev, a.VIP); err != nil {
 			in.logger().Error("vrrp address", "err", err)
 		}
 	}
-	for _, m := range h.takeRoutes {
-		if !in.node.routes.take(old.node.routes, m.old, m.cur) {
-			h.addRoutes = append(h.addRoutes, m.cur)
-		}
-	}
-	for _, r := range h.addRoutes {
-		if err := in.node.routes.Add(r, in.cfg.Interface); err != nil {
+	routes := settle(h.takeRoutes, h.addRoutes, func(m routeMove) bool {
+		return mine.routes.take(theirs.routes, m.old, m.cur)
+	}, func(m routeMove) config.Route { return m.cur })
+	for _, r := range routes {
+		if err := mine.routes.Add(r, in.cfg.Interface); err != nil {
 			in.logger().Error("vrrp route", "err", err)
 		}
 	}
-	for _, r := range h.takeRules {
-		if !in.node.rules.take(old.node.rules, r) {
-			h.addRules = append(h.addRules, r)
+	rules := settle(h.takeRules, h.addRules, func(r config.Rule) bool {
+		return mine.rules.take(theirs.rules, r)
+	}, itself[config.Rule])
+	for _, r := range rules {
+		if err := mine.rules.Add(r); err != nil {
+			in.logger().Error("vrrp rule", "err", err)
 		}
 	}
-	for _, r := range h.addRules {
-		if err := in.node.rules.Add(r); err != nil {
-			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
-		}
-	}
-	return h.announce
+	// Added addresses are announced: those planned, and those that
+	// could not be taken after all.
+	return h.announce || len(addrs) > len(h.addAddrs)
 }
 
 // nodeClaims are the kernel entries a Node installed, for planHandOver.
@@ -673,16 +666,12 @@ func (n *Node) readConn(s *sock, c *Conn, buf []byte) {
 		nb, r, err := c.Read(buf)
 		var de *DecodeError
 		if errors.As(err, &de) {
-			s.drops[de.Reason].Add(1)
+			s.drops[de.Reason].Add(1) // an AH packet ParseAH refused too
 			continue
 		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
-			}
-			if de := (*DecodeError)(nil); errors.As(err, &de) {
-				s.drops[de.Reason].Add(1) // an AH packet ParseAH refused
-				continue
 			}
 			n.log.Warn("vrrp read", "interface", c.Interface().Name, "err", err)
 			continue
@@ -719,10 +708,11 @@ func (n *Node) readConn(s *sock, c *Conn, buf []byte) {
 		if own {
 			continue // our own advert, looped back
 		}
-		if backup && a.Priority != 0 {
+		noteSrc, clash := heard(&a, backup, in.params.Priority)
+		if noteSrc {
 			in.advSrc = r.Src
 		}
-		if a.Priority == 255 && in.params.Priority == 255 && !in.ownerClash.Swap(true) {
+		if clash && !in.ownerClash.Swap(true) {
 			in.logger().Error("vrrp: this instance and another router are both the address owner (priority 255): "+
 				"this one drops to priority 254, as keepalived does; fix the configuration",
 				"src", r.Src)
@@ -760,13 +750,10 @@ func (in *instance) SendAdvert(prio uint8) {
 		}
 		in.sent.Add(1)
 	}
-	// garp_extra_if: checked at each advert of a master, as keepalived's
-	// vrrp_state_master_tx checks its vmac_garp_timer.
-	if p := in.cfg.Garp.ExtraIf; p > 0 && prio != 0 && State(in.state.Load()) == Master {
-		if now := time.Now(); now.UnixNano() > in.extraDue.Load() {
-			in.extraDue.Store(now.Add(p).UnixNano())
-			in.SendGARP(extraBurst)
-		}
+	master := State(in.state.Load()) == Master
+	if send, next := extraIfDue(in.cfg.Garp.ExtraIf, prio, master, time.Now(), in.extraDue.Load()); send {
+		in.extraDue.Store(next)
+		in.SendGARP(extraBurst)
 	}
 }
 
@@ -797,7 +784,7 @@ func (in *instance) announce(done chan<- struct{}) {
 					continue
 				}
 				if err := ann.Announce(in.annAddrs[dev][:1]); err != nil {
-					in.node.log.Warn("vrrp announce", "instance", in.cfg.Name, "err", err)
+					in.logger().Warn("vrrp announce", "err", err)
 				}
 			}
 			continue
@@ -931,21 +918,11 @@ func (n *Node) Status(ctx context.Context) ([]InstanceStatus, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := InstanceStatus{Name: in.cfg.Name, State: st.State, Priority: st.Priority, MasterAddr: st.MasterAddr,
-			Yielding: st.Yielding,
-			Sent:     in.sent.Load(), Received: in.received.Load(), Transitions: in.transitions.Load(), Drops: map[string]uint64{}}
-		if ns := in.since.Load(); ns != 0 {
-			s.Since = time.Unix(0, ns)
-		}
+		var primary netip.Addr
 		if in.primaryKnown.Load() {
-			s.Primary = in.primary
+			primary = in.primary
 		}
-		for _, r := range DropReasons() {
-			if v := in.drops[r].Load() + in.sock.drops[r].Load(); v > 0 {
-				s.Drops[r.String()] = v
-			}
-		}
-		out = append(out, s)
+		out = append(out, reportOf(in.cfg.Name, st, &in.counters, primary, &in.drops, &in.sock.drops))
 	}
 	return out, nil
 }

@@ -2,7 +2,10 @@ package vrrp
 
 import (
 	"errors"
+	"net/netip"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -80,5 +83,38 @@ func TestYieldTargets(t *testing.T) {
 	}
 	if _, err := yieldTargets(cfg.Instances, members, "nope", false); !errors.Is(err, ErrNoInstance) {
 		t.Errorf("unknown name: %v, want ErrNoInstance", err)
+	}
+}
+
+// TestReportOf checks what Status reports of an instance: its machine's
+// state, its counters, and its drops with its socket's added by reason.
+func TestReportOf(t *testing.T) {
+	var c counters
+	c.sent.Store(7)
+	c.received.Store(5)
+	c.transitions.Store(2)
+	c.since.Store(time.Unix(1000, 0).UnixNano())
+	var own, sock [dropReasons]atomic.Uint64
+	own[DropAuth].Store(3)
+	own[DropAddrs].Store(1)
+	sock[DropAuth].Store(2)
+	sock[DropVRID].Store(4)
+	primary := netip.MustParseAddr("192.0.2.1")
+	master := netip.MustParseAddr("192.0.2.2")
+	st := Status{State: Backup, Priority: 90, MasterAddr: master, Yielding: true}
+	got := reportOf("VI_1", st, &c, primary, &own, &sock)
+	want := InstanceStatus{Name: "VI_1", State: Backup, Priority: 90, MasterAddr: master, Yielding: true,
+		Sent: 7, Received: 5, Transitions: 2, Since: time.Unix(1000, 0), Primary: primary,
+		Drops: map[string]uint64{DropAuth.String(): 5, DropAddrs.String(): 1, DropVRID.String(): 4}}
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+		t.Errorf("reportOf (-want +got):\n%s", d)
+	}
+
+	// Before its first transition, its primary address unknown, no drops.
+	got = reportOf("VI_2", Status{State: Initialize}, new(counters), netip.Addr{},
+		new([dropReasons]atomic.Uint64), new([dropReasons]atomic.Uint64))
+	want = InstanceStatus{Name: "VI_2", State: Initialize, Drops: map[string]uint64{}}
+	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+		t.Errorf("reportOf, fresh (-want +got):\n%s", d)
 	}
 }

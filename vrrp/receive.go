@@ -102,3 +102,13 @@ func admit(a *Advert, r Received, group, primary netip.Addr, e *Expect) (reason 
 	}
 	return DropNone, false
 }
+
+// heard is what an instance of priority prio notes of an advert a it
+// took (admit's DropNone, not its own): as a backup, the address it came
+// from, unless a priority 0 (the master leaving), for skip_check_adv_addr
+// (noteSrc: expectFrom's last); and whether the sender claims, as it
+// does, to own the addresses (clash: both at priority 255, which
+// keepalived logs, dropping its own to 254).
+func heard(a *Advert, backup bool, prio uint8) (noteSrc, clash bool) {
+	return backup && a.Priority != 0, a.Priority == 255 && prio == 255
+}

@@ -245,3 +245,29 @@ func FuzzReceive(f *testing.F) {
 		_, _ = admit(&a, r, netip.Addr{}, r.Dst, &e)
 	})
 }
+
+// TestHeard checks what an instance notes of an advert it took.
+func TestHeard(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		backup         bool
+		prio, advPrio  uint8
+		noteSrc, clash bool
+	}{
+		{name: "backup hears a master", backup: true, prio: 100, advPrio: 150, noteSrc: true},
+		{name: "backup hears a master leave", backup: true, prio: 100, advPrio: 0},
+		{name: "master hears a master", prio: 100, advPrio: 150},
+		{name: "owner hears an owner", prio: 255, advPrio: 255, clash: true},
+		{name: "backup owner hears an owner", backup: true, prio: 255, advPrio: 255, noteSrc: true, clash: true},
+		{name: "owner hears a router", prio: 255, advPrio: 254},
+		{name: "router hears an owner", backup: true, prio: 254, advPrio: 255, noteSrc: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Advert{Priority: tc.advPrio}
+			noteSrc, clash := heard(&a, tc.backup, tc.prio)
+			if noteSrc != tc.noteSrc || clash != tc.clash {
+				t.Errorf("heard: noteSrc %v clash %v, want %v %v", noteSrc, clash, tc.noteSrc, tc.clash)
+			}
+		})
+	}
+}

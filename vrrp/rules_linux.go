@@ -26,8 +26,9 @@ func NewRules(h *netlink.Handle) *Rules {
 	return &Rules{h: h, added: newInstalled[string, *netlink.Rule]()}
 }
 
-var ruleActions = map[string]uint8{"table": nl.FR_ACT_TO_TBL, "goto": nl.FR_ACT_GOTO, "nop": nl.FR_ACT_NOP,
-	"blackhole": nl.FR_ACT_BLACKHOLE, "unreachable": nl.FR_ACT_UNREACHABLE, "prohibit": nl.FR_ACT_PROHIBIT}
+var ruleActions = map[config.RuleAction]uint8{config.RuleTable: nl.FR_ACT_TO_TBL, config.RuleGoto: nl.FR_ACT_GOTO,
+	config.RuleNop: nl.FR_ACT_NOP, config.RuleBlackhole: nl.FR_ACT_BLACKHOLE,
+	config.RuleUnreachable: nl.FR_ACT_UNREACHABLE, config.RuleProhibit: nl.FR_ACT_PROHIBIT}
 
 func ipNet(p netip.Prefix) *net.IPNet {
 	if !p.IsValid() {
@@ -41,13 +42,13 @@ func ipNet(p netip.Prefix) *net.IPNet {
 func toRule(cr config.Rule) *netlink.Rule {
 	r := netlink.NewRule()
 	r.Family = unix.AF_INET
-	if cr.Family == "inet6" {
+	if cr.Family == config.Inet6 {
 		r.Family = unix.AF_INET6
 	}
 	r.Priority = int(cr.Priority)
 	r.Type = ruleActions[cr.Action]
 	r.Table = unix.RT_TABLE_UNSPEC
-	if cr.Action == "table" {
+	if cr.Action == config.RuleTable {
 		r.Table = int(cr.Table)
 	}
 	r.Src, r.Dst = ipNet(cr.From), ipNet(cr.To)
@@ -70,7 +71,7 @@ func toRule(cr config.Rule) *netlink.Rule {
 	}
 	r.SuppressPrefixlen, r.SuppressIfgroup = cr.SuppressPrefixLen, cr.SuppressIfGroup
 	r.IifName, r.OifName = cr.IIf, cr.OIf
-	if cr.Action == "goto" {
+	if cr.Action == config.RuleGoto {
 		r.Goto = int(cr.Goto)
 	}
 	if cr.HasUIDRange {
@@ -174,7 +175,7 @@ func (in *instance) installRules(on bool) {
 			err = in.node.rules.Remove(r)
 		}
 		if err != nil {
-			in.node.log.Error("vrrp rule", "instance", in.cfg.Name, "err", err)
+			in.logger().Error("vrrp rule", "err", err)
 		}
 	}
 }

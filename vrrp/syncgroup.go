@@ -86,6 +86,22 @@ func (m *syncMember) follow(from, to State) {
 	}
 }
 
+// fault is the fault of m's instance, own being its own: a member is in
+// fault while it or any other member of its group is (faulted reports
+// another member's own fault, by its index). Outside any group (m nil)
+// an instance's fault is its own.
+func (m *syncMember) fault(own bool, faulted func(idx int) bool) bool {
+	if m == nil || own {
+		return own
+	}
+	for _, o := range m.others {
+		if faulted(o.idx) {
+			return true
+		}
+	}
+	return false
+}
+
 // settled is called after m's transition to to: it reports whether the
 // group as a whole has now reached to, every member being in it, which
 // it was not in before (its notify then runs).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -273,4 +274,34 @@ func TestSyncGroupDrivers(t *testing.T) {
 			t.Errorf("group notifies (-want +got):\n%s", d)
 		}
 	})
+}
+
+// TestSyncGroupFault checks that one member in fault puts its group in
+// fault, and that an instance outside any group has only its own.
+func TestSyncGroupFault(t *testing.T) {
+	g := newFakeGroup(3)
+	for _, tc := range []struct {
+		name    string
+		m       *syncMember
+		own     bool
+		faulted []int // the members whose own fault is set
+		want    bool
+	}{
+		{name: "no group, fine", m: nil, faulted: []int{0, 1, 2}},
+		{name: "no group, own fault", m: nil, own: true, want: true},
+		{name: "group, none in fault", m: g.ms[0]},
+		{name: "group, own fault", m: g.ms[0], own: true, want: true},
+		{name: "group, another in fault", m: g.ms[0], faulted: []int{2}, want: true},
+		{name: "group, last member, the first in fault", m: g.ms[2], faulted: []int{0}, want: true},
+		// faulted is asked about the others only: the member's own
+		// fault is own, which the caller computes (with noPeer).
+		{name: "group, faulted says itself", m: g.ms[1], faulted: []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			faulted := func(i int) bool { return slices.Contains(tc.faulted, i) }
+			if got := tc.m.fault(tc.own, faulted); got != tc.want {
+				t.Errorf("fault(%v) with %v in fault: %v, want %v", tc.own, tc.faulted, got, tc.want)
+			}
+		})
+	}
 }

@@ -2,8 +2,10 @@ package vrrp
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/directord/directord/config"
 )
@@ -161,6 +163,23 @@ func planHandOver(old, cur *config.Instance, held claims) handOver {
 	return h
 }
 
+// settle is what a hand-over adds of one kind of entry: add, as planned,
+// then each entry of take that the Node could not take after all (took
+// false: the old Node no longer claims it), as the new instance has it
+// (cur). It calls took on every entry of take, in order.
+func settle[T, A any](take []T, add []A, took func(T) bool, cur func(T) A) []A {
+	out := slices.Clip(add)
+	for _, t := range take {
+		if !took(t) {
+			out = append(out, cur(t))
+		}
+	}
+	return out
+}
+
+// itself is settle's cur for entries taken as they are.
+func itself[T any](t T) T { return t }
+
 // resumption pairs an old Node's instance with the new Node's that
 // resumes it (indexes in each Node's list).
 type resumption struct {
@@ -245,4 +264,18 @@ func extraBurstOn(ci *config.Instance, dev string, addrVMAC bool) bool {
 		return false
 	}
 	return ci.Garp.ExtraIfAll || addrVMAC
+}
+
+// extraIfDue is garp_extra_if's check at each advert (period p; an
+// advert of priority prio from an instance master or not): whether the
+// announcement on the other interfaces is due now, due being when it
+// is, and when the next one will be (unix nanoseconds). It is checked
+// at a master's adverts, as keepalived's vrrp_state_master_tx checks
+// its vmac_garp_timer; a priority 0 advert (the master leaving) sends
+// none.
+func extraIfDue(p time.Duration, prio uint8, master bool, now time.Time, due int64) (send bool, next int64) {
+	if p <= 0 || prio == 0 || !master || now.UnixNano() <= due {
+		return false, due
+	}
+	return true, now.Add(p).UnixNano()
 }

@@ -3,6 +3,7 @@ package vrrp
 import (
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -273,6 +274,77 @@ func TestExtraBurstOn(t *testing.T) {
 			ci.Garp.ExtraIfAll = tt.all
 			if got := extraBurstOn(&ci, tt.dev, tt.addrVMAC); got != tt.want {
 				t.Errorf("extraBurstOn(%s) = %v, want %v", tt.dev, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSettle checks what a hand-over adds: the planned additions, then
+// the entries it could not take, in order, every take tried once.
+func TestSettle(t *testing.T) {
+	type move struct{ old, cur string }
+	for _, tc := range []struct {
+		name    string
+		take    []move
+		add     []string
+		refused []string // the old names whose take fails
+		want    []string
+	}{
+		{name: "nothing"},
+		{name: "all taken", take: []move{{"a", "A"}, {"b", "B"}}, add: []string{"C"}, want: []string{"C"}},
+		{name: "one refused", take: []move{{"a", "A"}, {"b", "B"}}, add: []string{"C"},
+			refused: []string{"b"}, want: []string{"C", "B"}},
+		{name: "all refused, none planned", take: []move{{"a", "A"}, {"b", "B"}},
+			refused: []string{"a", "b"}, want: []string{"A", "B"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tried []string
+			got := settle(tc.take, tc.add, func(m move) bool {
+				tried = append(tried, m.old)
+				return !slices.Contains(tc.refused, m.old)
+			}, func(m move) string { return m.cur })
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("added (-want +got):\n%s", d)
+			}
+			var olds []string
+			for _, m := range tc.take {
+				olds = append(olds, m.old)
+			}
+			if d := cmp.Diff(olds, tried); d != "" {
+				t.Errorf("takes tried (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestExtraIfDue checks when a master's advert brings garp_extra_if's
+// announcement on its other interfaces, and when the next is due.
+func TestExtraIfDue(t *testing.T) {
+	now := time.Unix(1000, 0)
+	past, future := now.Add(-time.Second).UnixNano(), now.Add(time.Second).UnixNano()
+	next := now.Add(5 * time.Second).UnixNano()
+	for _, tc := range []struct {
+		name   string
+		p      time.Duration
+		prio   uint8
+		master bool
+		due    int64
+		send   bool
+		next   int64
+	}{
+		{name: "due", p: 5 * time.Second, prio: 100, master: true, due: past, send: true, next: next},
+		{name: "never set", p: 5 * time.Second, prio: 100, master: true, due: 0, send: true, next: next},
+		{name: "not yet", p: 5 * time.Second, prio: 100, master: true, due: future, next: future},
+		{name: "due this very nanosecond: not yet", p: 5 * time.Second, prio: 100, master: true,
+			due: now.UnixNano(), next: now.UnixNano()},
+		{name: "off", prio: 100, master: true, due: past, next: past},
+		{name: "priority 0 advert", p: 5 * time.Second, master: true, due: past, next: past},
+		{name: "not master", p: 5 * time.Second, prio: 100, due: past, next: past},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			send, next := extraIfDue(tc.p, tc.prio, tc.master, now, tc.due)
+			if send != tc.send || next != tc.next {
+				t.Errorf("extraIfDue: %v, %d; want %v, %d", send, next, tc.send, tc.next)
 			}
 		})
 	}
