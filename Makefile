@@ -11,8 +11,9 @@ STATICCHECK_VERSION := v0.8.2
 # keepalived: its samples are test inputs and it is the reference in
 # benchmarks; ipvsadm, user-mode-linux and kmod (modprobe): the real-IPVS
 # tests; time: the benchmark's resource figures; systemd: systemd-analyze
-# verify of the unit (no running systemd needed).
-APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd frr
+# verify of the unit (no running systemd needed); nftables (nft): the
+# listing of the tables directord makes, compared with keepalived's.
+APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd frr nftables
 
 .PHONY: all build test test-deps lint bench bench-ipvs bench-lvs bench-checks bench-lab demo demo-active deps apt-install fuzz fuzz-smoke clean integration
 
@@ -48,7 +49,7 @@ test: test-deps
 	@$(MAKE) --no-print-directory integration
 
 # The Debian packages the tests read or run; installed when missing.
-TEST_PACKAGES := keepalived systemd frr $(UML_APT_PACKAGES)
+TEST_PACKAGES := keepalived systemd frr nftables $(UML_APT_PACKAGES)
 test-deps:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_PACKAGES)"
 
