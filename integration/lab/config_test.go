@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +129,13 @@ func TestCount(t *testing.T) {
 	}
 	if got := Count(rs, nil).Slowest; got != 2*time.Second {
 		t.Errorf("slowest %v, want 2s", got)
+	}
+	rs[1].Connected, rs[1].Port, rs[1].Withheld = at(1).Add(time.Millisecond), 40000, 1500*time.Millisecond
+	if got, want := Count(rs, nil).Describe(), "port 40000 connected after 1ms, ended after 3s, the machine withholding 1.5s of it: i/o timeout"; !strings.Contains(got, want) {
+		t.Errorf("the failure described as %q, want %q in it", got, want)
+	}
+	if got := Count(rs, StartedIn(at(2), time.Time{})).Describe(); got != "" {
+		t.Errorf("no failure described as %q", got)
 	}
 }
 

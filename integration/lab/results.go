@@ -13,14 +13,24 @@ import (
 // answer came within RequestTimeout).
 type Result struct {
 	Start, End time.Time
-	Server     string
-	Err        error
+	// Withheld is how much of the request's own time, Start to End, the
+	// machine ran no ordinary process (the lab's starvation meter,
+	// nstest.Starvation.Withheld).
+	Withheld time.Duration
+	// Connected is when TCP's connect completed (zero: it did not), and
+	// Port the client's port then.
+	Connected time.Time
+	Port      uint16
+	Server    string
+	Err       error
 }
 
 // Tally sums up results.
 type Tally struct {
 	Requests int
 	Failed   int
+	// Failures are the failed requests, in order.
+	Failures []Result
 	ByServer map[string]int // the answered requests by real server
 	// Slowest is the longest an answered request took.
 	Slowest time.Duration
@@ -54,6 +64,7 @@ func Count(rs []Result, keep func(Result) bool) Tally {
 		}
 		t.Requests++
 		if r.Err != nil {
+			t.Failures = append(t.Failures, r)
 			t.Failed++
 			if t.FirstError == nil {
 				t.FirstError = r.Err
@@ -80,4 +91,28 @@ func EndedIn(from, to time.Time) func(Result) bool {
 	return func(r Result) bool {
 		return !r.End.Before(from) && (to.IsZero() || r.End.Before(to))
 	}
+}
+
+// showFailures is how many failures Tally.Describe lists.
+const showFailures = 5
+
+// Describe says of the first few failures when each began, how long it
+// took to connect and to fail, why, and how much of its time the machine
+// withheld; "" when none failed.
+func (t Tally) Describe() string {
+	var b strings.Builder
+	for i, r := range t.Failures {
+		if i == showFailures {
+			fmt.Fprintf(&b, "\n\t(%d more)", len(t.Failures)-i)
+			break
+		}
+		conn := "never connected"
+		if !r.Connected.IsZero() {
+			conn = fmt.Sprintf("port %d connected after %v", r.Port, r.Connected.Sub(r.Start).Round(time.Millisecond))
+		}
+		fmt.Fprintf(&b, "\n\tbegun %s, %s, ended after %v, the machine withholding %v of it: %v",
+			r.Start.Format("15:04:05.000"), conn, r.End.Sub(r.Start).Round(time.Millisecond),
+			r.Withheld.Round(time.Millisecond), r.Err)
+	}
+	return b.String()
 }
