@@ -398,11 +398,17 @@ func (d *Director) linkDown() {
 // HasVIP reports whether the VIP is on the director's eth0.
 func (d *Director) HasVIP() bool { return d.NS.HasAddr(d.l.t, "eth0", VIP.String()) }
 
-// Status asks directord for its status through its control socket.
+// Status asks directord for its status through its control socket. An
+// answer that did not come says what the machine withheld meanwhile.
 func (d *Director) Status() (control.Status, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return control.Dial(d.Socket).Status(ctx)
+	st, err := control.Dial(d.Socket).Status(ctx)
+	if err != nil {
+		err = fmt.Errorf("%w%s", err, nstest.StarvedDuring(d.l.t, start))
+	}
+	return st, err
 }
 
 // State is VI_1's state as directord reports it, "" when it does not
