@@ -433,7 +433,11 @@ func (d *Director) Reload() {
 		st, err := d.Status()
 		return err == nil && st.ReloadsOK+st.ReloadsFailed > before.ReloadsOK+before.ReloadsFailed
 	})
-	if st, _ := d.Status(); st.LastReload == nil || !st.LastReload.OK {
+	st, err := d.Status()
+	if err != nil {
+		d.l.t.Fatalf("%s's status after the reload: %v", d.Name, err)
+	}
+	if st.LastReload == nil || !st.LastReload.OK {
 		d.l.t.Fatalf("%s refused the reload: %+v", d.Name, st.LastReload)
 	}
 }
