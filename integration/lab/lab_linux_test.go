@@ -220,8 +220,8 @@ func TestRealServerKilled(t *testing.T) {
 
 			before := Count(res, StartedIn(killed, after))
 			late := Count(res, StartedIn(after, time.Time{}))
-			t.Logf("rs2 out of the pool %v after its death (bound %v + %v); until the bound: %v; after: %v;%s",
-				took.Round(time.Millisecond), DetectionBound, margin, before, late, machine(l, killed, time.Time{}, margin))
+			t.Logf("rs2 out of the pool %v after its death (bound %v + %v); until the bound: %v; after: %v;%s%s",
+				took.Round(time.Millisecond), DetectionBound, margin, before, late, machine(l, killed, time.Time{}, margin), late.Describe())
 			if late.Failed != 0 || late.ByServer[rs2.Name] != 0 {
 				t.Errorf("after the bound: %v; the first failure: %v%s%s", late, late.FirstError, machine(l, killed, time.Time{}, margin), late.Describe())
 			}
@@ -291,8 +291,8 @@ func TestMasterKilled(t *testing.T) {
 
 			outage := Count(res, StartedIn(killed, owned))
 			late := Count(res, StartedIn(owned, time.Time{}))
-			t.Logf("lb2 took the VIP %v after lb1's death (%s %v + %v); requests begun meanwhile: %v, slowest %v; after: %v",
-				took.Round(time.Millisecond), c.what, c.bound, margin, outage, outage.Slowest.Round(time.Millisecond), late)
+			t.Logf("lb2 took the VIP %v after lb1's death (%s %v + %v); requests begun meanwhile: %v, slowest %v; after: %v%s",
+				took.Round(time.Millisecond), c.what, c.bound, margin, outage, outage.Slowest.Round(time.Millisecond), late, late.Describe())
 			if late.Failed != 0 {
 				t.Errorf("%d requests begun after the takeover failed; the first: %v%s%s", late.Failed, late.FirstError, machine(l, killed, time.Time{}, margin), late.Describe())
 			}
