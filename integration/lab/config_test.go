@@ -137,13 +137,17 @@ func TestCount(t *testing.T) {
 	if got, want := Count(rs, nil).Describe(), "port 40000 connected after 1ms, ended after 3s, the machine withholding 1.5s of it: i/o timeout"; !strings.Contains(got, want) {
 		t.Errorf("the failure described as %q, want %q in it", got, want)
 	}
-	// Those not starved come first, whatever the order they failed in.
+	// Those not starved come first, the least withheld first, whatever
+	// the order they failed in.
 	mixed := []Result{
 		{Start: at(0), End: at(11), Err: os.ErrDeadlineExceeded, Withheld: 11 * time.Second},
-		{Start: at(1), End: at(11), Err: os.ErrDeadlineExceeded, Withheld: time.Second},
+		{Start: at(1), End: at(11), Err: os.ErrDeadlineExceeded, Withheld: 2 * time.Second},
+		{Start: at(2), End: at(12), Err: os.ErrDeadlineExceeded, Withheld: time.Second},
 	}
-	if got := Count(mixed, nil).Describe(); !strings.HasPrefix(got, "\n\tFAILED begun") || !strings.Contains(got, "\n\tSTARVED begun") {
-		t.Errorf("failed then starved: %q", got)
+	got := Count(mixed, nil).Describe()
+	one, two, starved := strings.Index(got, "withholding 1s"), strings.Index(got, "withholding 2s"), strings.Index(got, "STARVED")
+	if !strings.HasPrefix(got, "\n\tFAILED begun") || one < 0 || two < one || starved < two {
+		t.Errorf("failed by what was withheld, then starved: %q", got)
 	}
 	if got := Count(rs, StartedIn(at(2), time.Time{})).Describe(); got != "" {
 		t.Errorf("no failure described as %q", got)

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -114,14 +115,17 @@ func EndedIn(from, to time.Time) func(Result) bool {
 // showFailures is how many failures Tally.Describe lists.
 const showFailures = 5
 
-// Describe says of the first few failures, those not starved first,
-// when each began, how long it took to connect and to fail, why, and how
-// much of its time the machine withheld; "" when none failed.
+// Describe says of a few failures when each began, how long it took to
+// connect and to fail, why, and how much of its time the machine
+// withheld; "" when none failed. Those not starved come first, the least
+// withheld first: the likeliest to be the product's.
 func (t Tally) Describe() string {
 	var b strings.Builder
+	fs := slices.Clone(t.Failures)
+	slices.SortStableFunc(fs, func(x, y Result) int { return cmp.Compare(x.Withheld, y.Withheld) })
 	shown := 0
 	for _, starved := range []bool{false, true} {
-		for _, r := range t.Failures {
+		for _, r := range fs {
 			if r.Starved() != starved {
 				continue
 			}
