@@ -230,7 +230,7 @@ func TestActiveActive(t *testing.T) {
 		t.Logf("router converged %v after the change; new connections begun before: %v (first failure: %v); after: %v; long-lived: %d of %d broken or moved, %d requests so far;%s",
 			took.Round(time.Millisecond), early, early.FirstError, late, n, activeConns, reqs, machine(l, changed, time.Time{}, margin))
 		if late.Failed != 0 {
-			t.Errorf("%d new connections begun after the router converged failed; the first: %v%s", late.Failed, late.FirstError, machine(l, changed, time.Time{}, margin))
+			t.Errorf("%d new connections begun after the router converged failed; the first: %v%s%s", late.Failed, late.FirstError, machine(l, changed, time.Time{}, margin), late.Describe())
 		}
 		if n != 0 {
 			t.Errorf("%d of %d long-lived connections broke or moved; the first: %v%s", n, activeConns, first, machine(l, dialed, time.Time{}, margin))

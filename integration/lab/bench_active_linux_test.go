@@ -224,10 +224,12 @@ func directorLossOnce(b *testing.B, active bool) map[string]float64 {
 	b.Logf("%s killed: converged %v after; new connections begun after the kill: %v (first failure: %v), the last failure begun %v after it; long-lived: %d of %d answered by their real server to the end (%d failed or moved in the chatter, %d requests; the first: %v); the machine: %v",
 		victim.Name, converged.Sub(killed).Round(time.Millisecond), after, after.FirstError, last.Round(time.Millisecond),
 		survived.Load(), len(conns), dead, reqs, firstDead, w)
+	// A measure, not a verdict: every failure, starved or not.
+	failed := after.Failed + after.Starved
 	return map[string]float64{
 		"survived-%":     100 * float64(survived.Load()) / float64(len(conns)),
 		"last-failure-s": last.Seconds(),
-		"failed-new":     float64(after.Failed),
+		"failed-new":     float64(failed),
 		"new":            float64(after.Requests),
 		"slowest-new-s":  slowest.Seconds(),
 		"converged-s":    converged.Sub(killed).Seconds(),

@@ -26,18 +26,27 @@ func (l *Lab) Get() Result { return l.GetFrom(0) }
 // flow's hash is of the client's address and that port.
 func (l *Lab) GetFrom(port uint16) Result {
 	r := Result{Start: time.Now()}
-	r.Server, r.Err = l.get(port, r.Start.Add(RequestTimeout))
+	r.Server, r.Err = l.get(&r, port, r.Start.Add(RequestTimeout))
 	r.End = time.Now()
+	r.Withheld = l.Starve.Withheld(r.Start, r.End)
 	return r
 }
 
-func (l *Lab) get(port uint16, deadline time.Time) (string, error) {
-	c, err := l.dialPort(port, deadline)
+// get sends the request, noting in r when TCP connected and from which
+// port.
+func (l *Lab) get(r *Result, port uint16, deadline time.Time) (string, error) {
+	c, err := dialFrom(l.Client, port, ServiceAddress, deadline)
+	if err != nil {
+		return "", fmt.Errorf("dial %s: %w", ServiceAddress, err)
+	}
+	r.Connected = time.Now()
+	r.Port = uint16(c.LocalAddr().(*net.TCPAddr).Port)
+	tc, err := l.handshake(c, deadline)
 	if err != nil {
 		return "", err
 	}
-	defer closeTCP(c)
-	return request(c, bufio.NewReader(c), true)
+	defer closeTCP(tc)
+	return request(tc, bufio.NewReader(tc), true)
 }
 
 // closeTCP closes the TCP connection under c without TLS's close_notify.
@@ -48,14 +57,16 @@ func (l *Lab) get(port uint16, deadline time.Time) (string, error) {
 func closeTCP(c *tls.Conn) error { return c.NetConn().Close() }
 
 // dial opens a TLS connection from the client to the VIP.
-func (l *Lab) dial(deadline time.Time) (*tls.Conn, error) { return l.dialPort(0, deadline) }
-
-// dialPort is dial from the client's port port (0: any).
-func (l *Lab) dialPort(port uint16, deadline time.Time) (*tls.Conn, error) {
-	c, err := dialFrom(l.Client, port, ServiceAddress, deadline)
+func (l *Lab) dial(deadline time.Time) (*tls.Conn, error) {
+	c, err := dialFrom(l.Client, 0, ServiceAddress, deadline)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", ServiceAddress, err)
 	}
+	return l.handshake(c, deadline)
+}
+
+// handshake makes c, a connection to the VIP, a TLS one.
+func (l *Lab) handshake(c net.Conn, deadline time.Time) (*tls.Conn, error) {
 	tc := tls.Client(c, l.tls)
 	tc.SetDeadline(deadline)
 	if err := tc.Handshake(); err != nil {

@@ -1,10 +1,14 @@
 package lab
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,6 +132,75 @@ func TestCount(t *testing.T) {
 	}
 	if got := Count(rs, nil).Slowest; got != 2*time.Second {
 		t.Errorf("slowest %v, want 2s", got)
+	}
+	rs[1].Connected, rs[1].Port, rs[1].Withheld = at(1).Add(time.Millisecond), 40000, 1500*time.Millisecond
+	if got, want := Count(rs, nil).Describe(), "port 40000 connected after 1ms, ended after 3s, the machine withholding 1.5s of it: i/o timeout"; !strings.Contains(got, want) {
+		t.Errorf("the failure described as %q, want %q in it", got, want)
+	}
+	// Those not starved come first, the least withheld first, whatever
+	// the order they failed in.
+	mixed := []Result{
+		{Start: at(0), End: at(11), Err: os.ErrDeadlineExceeded, Withheld: 11 * time.Second},
+		{Start: at(1), End: at(11), Err: os.ErrDeadlineExceeded, Withheld: 2 * time.Second},
+		{Start: at(2), End: at(12), Err: os.ErrDeadlineExceeded, Withheld: time.Second},
+	}
+	got := Count(mixed, nil).Describe()
+	one, two, starved := strings.Index(got, "withholding 1s"), strings.Index(got, "withholding 2s"), strings.Index(got, "STARVED")
+	if !strings.HasPrefix(got, "\n\tFAILED begun") || one < 0 || two < one || starved < two {
+		t.Errorf("failed by what was withheld, then starved: %q", got)
+	}
+	if got := Count(rs, StartedIn(at(2), time.Time{})).Describe(); got != "" {
+		t.Errorf("no failure described as %q", got)
+	}
+}
+
+// TestStarvedRequests: a failed request is the machine's (starved) only
+// when the machine withheld more than RequestTimeout of its own window;
+// every other failure is counted as failed, however much was withheld,
+// and an answered request is answered whatever the meter says.
+func TestStarvedRequests(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	end := t0.Add(RequestTimeout + 2*time.Second)
+	timeout := fmt.Errorf("TLS handshake: %w", os.ErrDeadlineExceeded)
+	for _, c := range []struct {
+		name    string
+		r       Result
+		starved bool
+		want    string
+	}{
+		{"answered, unstarved", Result{Start: t0, End: t0.Add(time.Second), Server: "rs1"}, false,
+			"1 requests, 0 failed: rs1 1"},
+		{"answered though starved", Result{Start: t0, End: end, Server: "rs1", Withheld: RequestTimeout + time.Second}, false,
+			"1 requests, 0 failed: rs1 1"},
+		{"failed, nothing withheld", Result{Start: t0, End: end, Err: timeout}, false,
+			"1 requests, 1 failed"},
+		{"failed, withheld just the timeout", Result{Start: t0, End: end, Err: timeout, Withheld: RequestTimeout}, false,
+			"1 requests, 1 failed"},
+		{"failed, withheld most of it", Result{Start: t0, End: end, Err: timeout, Withheld: RequestTimeout * 9 / 10}, false,
+			"1 requests, 1 failed"},
+		{"failed, withheld beyond the timeout", Result{Start: t0, End: end, Err: timeout, Withheld: RequestTimeout + time.Millisecond}, true,
+			"1 requests, 0 failed, 1 starved"},
+		{"refused, withheld beyond the timeout", Result{Start: t0, End: end, Err: syscall.ECONNREFUSED, Withheld: RequestTimeout + time.Second}, true,
+			"1 requests, 0 failed, 1 starved"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.r.Starved(); got != c.starved {
+				t.Errorf("Starved() = %v, want %v", got, c.starved)
+			}
+			tl := Count([]Result{c.r}, nil)
+			if got := tl.String(); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+			if c.r.Err != nil && (len(tl.Failures) != 1 || !strings.Contains(tl.Describe(), c.r.Err.Error())) {
+				t.Errorf("the failure is not described: %q", tl.Describe())
+			}
+			if c.r.Err != nil && !c.starved && !errors.Is(tl.FirstError, c.r.Err) {
+				t.Errorf("first error %v, want %v", tl.FirstError, c.r.Err)
+			}
+			if c.starved && tl.FirstError != nil {
+				t.Errorf("a starved request is the first error: %v", tl.FirstError)
+			}
+		})
 	}
 }
 

@@ -398,11 +398,17 @@ func (d *Director) linkDown() {
 // HasVIP reports whether the VIP is on the director's eth0.
 func (d *Director) HasVIP() bool { return d.NS.HasAddr(d.l.t, "eth0", VIP.String()) }
 
-// Status asks directord for its status through its control socket.
+// Status asks directord for its status through its control socket. An
+// answer that did not come says what the machine withheld meanwhile.
 func (d *Director) Status() (control.Status, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return control.Dial(d.Socket).Status(ctx)
+	st, err := control.Dial(d.Socket).Status(ctx)
+	if err != nil {
+		err = fmt.Errorf("%w%s", err, nstest.StarvedDuring(d.l.t, start))
+	}
+	return st, err
 }
 
 // State is VI_1's state as directord reports it, "" when it does not
@@ -427,7 +433,11 @@ func (d *Director) Reload() {
 		st, err := d.Status()
 		return err == nil && st.ReloadsOK+st.ReloadsFailed > before.ReloadsOK+before.ReloadsFailed
 	})
-	if st, _ := d.Status(); st.LastReload == nil || !st.LastReload.OK {
+	st, err := d.Status()
+	if err != nil {
+		d.l.t.Fatalf("%s's status after the reload: %v", d.Name, err)
+	}
+	if st.LastReload == nil || !st.LastReload.OK {
 		d.l.t.Fatalf("%s refused the reload: %+v", d.Name, st.LastReload)
 	}
 }

@@ -105,7 +105,7 @@ func TestRoundRobinSpread(t *testing.T) {
 	c := Count(rs, nil)
 	t.Log(c)
 	if c.Failed != 0 {
-		t.Fatalf("%v; the first: %v", c, c.FirstError)
+		t.Fatalf("%v; the first: %v%s", c, c.FirstError, c.Describe())
 	}
 	for _, r := range l.Reals {
 		if got := c.ByServer[r.Name]; got < n/3-1 || got > n/3+1 {
@@ -172,9 +172,9 @@ func TestDrainUnderTraffic(t *testing.T) {
 
 	all := Count(res, nil)
 	sinceDrain := Count(res, StartedIn(drained, time.Time{}))
-	t.Logf("all: %v; since the drain: %v", all, sinceDrain)
+	t.Logf("all: %v; since the drain: %v%s", all, sinceDrain, all.Describe())
 	if all.Failed != 0 {
-		t.Errorf("%d requests failed; the first: %v", all.Failed, all.FirstError)
+		t.Errorf("%d requests failed; the first: %v%s", all.Failed, all.FirstError, all.Describe())
 	}
 	if n := sinceDrain.ByServer[rs3.Name]; n != 0 {
 		t.Errorf("rs3 got %d new connections after it was drained", n)
@@ -220,10 +220,10 @@ func TestRealServerKilled(t *testing.T) {
 
 			before := Count(res, StartedIn(killed, after))
 			late := Count(res, StartedIn(after, time.Time{}))
-			t.Logf("rs2 out of the pool %v after its death (bound %v + %v); until the bound: %v; after: %v;%s",
-				took.Round(time.Millisecond), DetectionBound, margin, before, late, machine(l, killed, time.Time{}, margin))
+			t.Logf("rs2 out of the pool %v after its death (bound %v + %v); until the bound: %v; after: %v;%s%s",
+				took.Round(time.Millisecond), DetectionBound, margin, before, late, machine(l, killed, time.Time{}, margin), late.Describe())
 			if late.Failed != 0 || late.ByServer[rs2.Name] != 0 {
-				t.Errorf("after the bound: %v; the first failure: %v%s", late, late.FirstError, machine(l, killed, time.Time{}, margin))
+				t.Errorf("after the bound: %v; the first failure: %v%s%s", late, late.FirstError, machine(l, killed, time.Time{}, margin), late.Describe())
 			}
 		})
 	}
@@ -291,10 +291,10 @@ func TestMasterKilled(t *testing.T) {
 
 			outage := Count(res, StartedIn(killed, owned))
 			late := Count(res, StartedIn(owned, time.Time{}))
-			t.Logf("lb2 took the VIP %v after lb1's death (%s %v + %v); requests begun meanwhile: %v, slowest %v; after: %v",
-				took.Round(time.Millisecond), c.what, c.bound, margin, outage, outage.Slowest.Round(time.Millisecond), late)
+			t.Logf("lb2 took the VIP %v after lb1's death (%s %v + %v); requests begun meanwhile: %v, slowest %v; after: %v%s",
+				took.Round(time.Millisecond), c.what, c.bound, margin, outage, outage.Slowest.Round(time.Millisecond), late, late.Describe())
 			if late.Failed != 0 {
-				t.Errorf("%d requests begun after the takeover failed; the first: %v%s", late.Failed, late.FirstError, machine(l, killed, time.Time{}, margin))
+				t.Errorf("%d requests begun after the takeover failed; the first: %v%s%s", late.Failed, late.FirstError, machine(l, killed, time.Time{}, margin), late.Describe())
 			}
 
 			survived := getAll(conns)
@@ -450,9 +450,9 @@ func TestReloadUnderTraffic(t *testing.T) {
 	}
 
 	c := Count(res, nil)
-	t.Logf("%d reloads on each director under %v", reloads, c)
+	t.Logf("%d reloads on each director under %v%s", reloads, c, c.Describe())
 	if c.Failed != 0 {
-		t.Errorf("%d requests failed; the first: %v", c.Failed, c.FirstError)
+		t.Errorf("%d requests failed; the first: %v%s", c.Failed, c.FirstError, c.Describe())
 	}
 	if a, b := after.Instances[0], before.Instances[0]; a.State != "MASTER" || a.Transitions != b.Transitions {
 		t.Errorf("lb1 moved: %s after %d transitions, was %s after %d", a.State, a.Transitions, b.State, b.Transitions)
@@ -506,8 +506,8 @@ func TestHandoverUnderTraffic(t *testing.T) {
 	t.Logf("hand-over in %v under %v (in flight during it: %v); back (preemption) under %v",
 		res.Instances[0].Took, c, inFlight, back)
 	if others.Failed != 0 {
-		t.Errorf("%d requests failed across the hand-over but those begun in the %v before it; the first: %v",
-			others.Failed, syncLag, others.FirstError)
+		t.Errorf("%d requests failed across the hand-over but those begun in the %v before it; the first: %v%s",
+			others.Failed, syncLag, others.FirstError, others.Describe())
 	}
 	if c.Failed > inFlight.Requests {
 		t.Errorf("%d requests failed across the hand-over, more than the %d in flight during it",

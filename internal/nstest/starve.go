@@ -30,6 +30,7 @@ type Starvation struct {
 	mu    sync.Mutex
 	start time.Time
 	late  []lateWake // the wake-ups later than Period
+	due   time.Time  // when the next wake-up is due
 	n     int        // wake-ups
 	ticks int64      // /proc/stat's total at start
 	stop  chan struct{}
@@ -52,6 +53,7 @@ func WatchStarvation(t TB, period time.Duration) *Starvation {
 		period = 20 * time.Millisecond
 	}
 	s := &Starvation{Period: period, start: time.Now(), ticks: cpuTicks(), stop: make(chan struct{})}
+	s.due = s.start.Add(period)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -61,7 +63,6 @@ func WatchStarvation(t TB, period time.Duration) *Starvation {
 		defer runtime.UnlockOSThread()
 		tm := time.NewTimer(period)
 		defer tm.Stop()
-		due := time.Now().Add(period)
 		for {
 			select {
 			case <-s.stop:
@@ -70,11 +71,11 @@ func WatchStarvation(t TB, period time.Duration) *Starvation {
 				now := time.Now() // the channel's time is the timer's, not the wake-up's
 				s.mu.Lock()
 				s.n++
-				if d := now.Sub(due); d > starveSlack {
+				if d := now.Sub(s.due); d > starveSlack {
 					s.late = append(s.late, lateWake{at: now, late: d})
 				}
+				s.due = now.Add(period)
 				s.mu.Unlock()
-				due = now.Add(period)
 				tm.Reset(period)
 			}
 		}
@@ -134,6 +135,40 @@ func (s *Starvation) Between(from, to time.Time) Lateness {
 		}
 	}
 	return l
+}
+
+// Withheld is how much of the window from from to to the machine spent
+// in the meter's late wake-ups, each cut to the window: the time within
+// it that no ordinary process ran. A wake-up still due counts as late
+// from its due time to now: a caller that the machine held up with the
+// meter may run before the meter does.
+func (s *Starvation) Withheld(from, to time.Time) time.Duration {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stalls := s.late
+	if now.Sub(s.due) > starveSlack {
+		stalls = append(stalls[:len(stalls):len(stalls)], lateWake{at: now, late: now.Sub(s.due)})
+	}
+	return withheld(stalls, from, to)
+}
+
+// withheld sums the stalls' overlaps with [from, to].
+func withheld(stalls []lateWake, from, to time.Time) time.Duration {
+	var d time.Duration
+	for _, w := range stalls {
+		b, e := w.at.Add(-w.late), w.at
+		if b.Before(from) {
+			b = from
+		}
+		if e.After(to) {
+			e = to
+		}
+		if e.After(b) {
+			d += e.Sub(b)
+		}
+	}
+	return d
 }
 
 // Starved reports whether, in l's window, a process at nice 0 could not
