@@ -1,14 +1,11 @@
 package vrrp
 
 import (
-	"context"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/directord/directord/config"
-	"github.com/directord/directord/internal/nft"
 	"github.com/directord/directord/internal/nstest"
 )
 
@@ -49,37 +46,19 @@ func TestVMACNoIGMP(t *testing.T) {
 			if got := cfg.NFTableName(); got != wantTable {
 				t.Fatalf("table %q, want %q", got, wantTable)
 			}
-			var fw Firewall
-			var tb *nft.Table
-			var n *Node
-			var err error
-			log := slog.New(slog.NewTextHandler(testWriter{t, a.Name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			a.Do(t, func() {
-				if mode != "no table" {
-					// Under disable_local_igmp, opened as another
-					// instance's (no accept mode) would have it.
-					if tb, err = nft.Open(nft.Options{Table: "keepalived", Priority: -1}); err != nil {
-						return
-					}
-					fw = tb
-				}
-				n, err = NewNodeFirewall(cfg, a.NL, log, fw)
-			})
-			if err != nil {
-				t.Fatal(err)
+			// Under disable_local_igmp the table is opened still, as
+			// another instance's (no accept mode) would have it.
+			table := "keepalived"
+			if mode == "no table" {
+				table = ""
 			}
-			if tb != nil {
-				t.Cleanup(func() { a.Do(t, func() { tb.Close() }) })
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			nd := &node{ns: a, n: n, cancel: cancel, done: make(chan error, 1)}
-			go func() { nd.done <- n.Run(ctx) }()
-			t.Cleanup(nd.stop)
+			nd := startFirewalled(t, a, cfg, table)
 			nstest.WaitFor(t, 15*time.Second, "master with the VIP on vrrp.51", func() bool {
 				return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", "192.0.2.100")
 			})
 			if mode == "disable_local_igmp" {
 				var c *net.UDPConn
+				var err error
 				a.Do(t, func() {
 					var ifi *net.Interface
 					if ifi, err = net.InterfaceByName("vrrp.51"); err == nil {

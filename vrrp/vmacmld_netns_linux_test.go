@@ -37,30 +37,11 @@ func TestVMACNoMLD(t *testing.T) {
 			if got := cfg.NFTableName(); got != "keepalived" {
 				t.Fatalf("table %q, want keepalived's", got)
 			}
-			var fw Firewall
-			var tb *nft.Table
-			var n *Node
-			var err error
-			log := slog.New(slog.NewTextHandler(testWriter{t, a.Name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			a.Do(t, func() {
-				if table {
-					if tb, err = nft.Open(nft.Options{Table: cfg.NFTableName(), Priority: -1}); err != nil {
-						return
-					}
-					fw = tb
-				}
-				n, err = NewNodeFirewall(cfg, a.NL, log, fw)
-			})
-			if err != nil {
-				t.Fatal(err)
+			name := ""
+			if table {
+				name = cfg.NFTableName()
 			}
-			if tb != nil {
-				t.Cleanup(func() { a.Do(t, func() { tb.Close() }) })
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			nd := &node{ns: a, n: n, cancel: cancel, done: make(chan error, 1)}
-			go func() { nd.done <- n.Run(ctx) }()
-			t.Cleanup(nd.stop)
+			nd := startFirewalled(t, a, cfg, name)
 			nstest.WaitFor(t, 15*time.Second, "master with the VIP on vrrp.51", func() bool {
 				return nd.state(t) == Master && a.HasAddr(t, "vrrp.51", "2001:db8::100")
 			})
@@ -78,4 +59,36 @@ func TestVMACNoMLD(t *testing.T) {
 			nd.stop()
 		})
 	}
+}
+
+// startFirewalled runs cfg's Node in ns with the nftables table named
+// table as its firewall (none when table is ""), both closed at the
+// test's end.
+func startFirewalled(t *testing.T, ns *nstest.NS, cfg *config.Config, table string) *node {
+	t.Helper()
+	var fw Firewall
+	var tb *nft.Table
+	var n *Node
+	var err error
+	log := slog.New(slog.NewTextHandler(testWriter{t, ns.Name}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ns.Do(t, func() {
+		if table != "" {
+			if tb, err = nft.Open(nft.Options{Table: table, Priority: -1}); err != nil {
+				return
+			}
+			fw = tb
+		}
+		n, err = NewNodeFirewall(cfg, ns.NL, log, fw)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb != nil {
+		t.Cleanup(func() { ns.Do(t, func() { tb.Close() }) })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	nd := &node{ns: ns, n: n, cancel: cancel, done: make(chan error, 1)}
+	go func() { nd.done <- n.Run(ctx) }()
+	t.Cleanup(nd.stop)
+	return nd
 }
