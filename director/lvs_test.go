@@ -137,11 +137,9 @@ func TestLVSProgramsFollowsVRRPAndRepairs(t *testing.T) {
 
 		// Someone deletes a destination; the next resync puts it back.
 		for _, vs := range k.Table() {
-			for _, d := range vs.Dests {
-				if err := k.Apply([]ipvs.Op{{Kind: ipvs.DelDest, Service: vs.Service, Dest: d}}); err != nil {
-					t.Fatal(err)
-				}
-				break
+			d := vs.OrderedDests()[0]
+			if err := k.Apply([]ipvs.Op{{Kind: ipvs.DelDest, Service: vs.Service, Dest: d}}); err != nil {
+				t.Fatal(err)
 			}
 			break
 		}

@@ -65,7 +65,7 @@ func TestLVSMaglevAgreesWhateverTheHistory(t *testing.T) {
 		l0.Close()
 		// ... and 10.0.0.1 flapped.
 		flap := l0.Want()[ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:80"))]
-		one := flap.Dests[ipvs.DestKey{Addr: netip.MustParseAddr("10.0.0.1"), Port: 80}]
+		one, _ := flap.Dest(ipvs.DestKey{Addr: netip.MustParseAddr("10.0.0.1"), Port: 80})
 		if err := adopted.Apply([]ipvs.Op{{Kind: ipvs.DelDest, Service: flap.Service, Dest: one}, {Kind: ipvs.AddDest, Service: flap.Service, Dest: one}}); err != nil {
 			t.Fatal(err)
 		}

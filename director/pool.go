@@ -83,22 +83,25 @@ func (p *Pool) Advance(states []RealState, drained map[netip.AddrPort]bool) (new
 func (p *Pool) Write(states []RealState, drained map[netip.AddrPort]bool, t ipvs.Table) {
 	w := Weigh(p.VS, states, drained, p.quorumUp)
 	sorry := p.VS.SorryServer
+	var ds []ipvs.Destination
 	for _, k := range p.Keys {
 		s := p.service
 		s.ServiceKey = k
 		vs := t.Add(s)
+		ds = ds[:0]
 		for i, rs := range p.VS.RealServers {
 			if pl := w.Reals[i]; pl.In {
 				d := destOf(portFor(rs.Addr, rs.Method, k), rs.Method, pl.Weight, rs.UThreshold, rs.LThreshold)
 				d.TableWeight = int32(pl.TableWeight)
-				vs.AddDest(d)
+				ds = append(ds, d)
 			}
 		}
+		vs.AddDests(ds)
 		if sorry == nil || !w.Sorry.In {
 			continue
 		}
 		d := destOf(portFor(sorry.Addr, sorry.Method, k), sorry.Method, w.Sorry.Weight, 0, 0)
-		if _, taken := vs.Dests[d.Key()]; w.SorryYields && taken {
+		if _, taken := vs.Dest(d.Key()); w.SorryYields && taken {
 			continue
 		}
 		vs.AddDest(d)

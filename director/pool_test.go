@@ -2,7 +2,6 @@ package director
 
 import (
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -186,11 +185,7 @@ virtual_server fwmark 9 {
 		t.Errorf("TUN destination of a fwmark service has port %d, want 0 as keepalived gives", d.Port)
 	}
 	f := tab[keys[4]]
-	if f.Flags != ipvs.OnePacket || slices.Collect(func(yield func(ipvs.Destination) bool) {
-		for _, d := range f.Dests {
-			yield(d)
-		}
-	})[0].Forward != ipvs.Masquerade {
+	if f.Flags != ipvs.OnePacket || f.OrderedDests()[0].Forward != ipvs.Masquerade {
 		t.Errorf("fwmark service %+v", f)
 	}
 }

@@ -238,7 +238,7 @@ func TestApplyBatchesAndReportsEachFailure(t *testing.T) {
 	k.handle = func(m genetlink.Message, flags netlink.HeaderFlags) ([]genetlink.Message, syscall.Errno) {
 		var s Service
 		var d Destination
-		_ = nested(m.Data, attrService, func(ad *netlink.AttributeDecoder) error {
+		_ = nested(m.Data, attrService, func(ad *attrs) error {
 			s, _ = decodeService(ad)
 			return nil
 		})

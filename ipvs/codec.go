@@ -370,27 +370,38 @@ func timeoutsRequest(t Timeouts) (genetlink.Message, error) {
 
 var errShort = errors.New("attribute has the wrong length")
 
-// nested finds the first-level attribute typ in a message and decodes it
-// with fn.
-func nested(data []byte, typ uint16, fn func(ad *netlink.AttributeDecoder) error) error {
-	ad, err := netlink.NewAttributeDecoder(data)
+// nested calls fn with a reader of each first-level attribute typ of a
+// message, as there should be one; it is an error if there is none.
+func nested(data []byte, typ uint16, fn func(ad *attrs) error) error {
+	ad, err := newAttrs(data)
 	if err != nil {
 		return err
 	}
 	found := false
-	for ad.Next() {
-		if ad.Type() == typ {
-			found = true
-			ad.Nested(fn)
+	for ad.next() {
+		if ad.typ() != typ {
+			continue
+		}
+		found = true
+		if in, ok := ad.nested(); ok {
+			ad.fail(cmpErr(fn(&in), in.err()))
 		}
 	}
-	if err := ad.Err(); err != nil {
+	if err := ad.err(); err != nil {
 		return err
 	}
 	if !found {
 		return fmt.Errorf("no attribute %d in the message", typ)
 	}
 	return nil
+}
+
+// cmpErr is the first of two errors that is not nil.
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 func addrOf(f Family, b []byte) (netip.Addr, error) {
@@ -403,56 +414,52 @@ func addrOf(f Family, b []byte) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("%s address of %d bytes", f, len(b))
 }
 
-func port(ad *netlink.AttributeDecoder) uint16 {
-	var p uint16
-	ad.Do(func(b []byte) error {
-		if len(b) != 2 {
-			return errShort
-		}
-		p = binary.BigEndian.Uint16(b)
-		return nil
-	})
-	return p
+// port is a port in network byte order.
+func port(ad *attrs) uint16 {
+	if b := ad.data(); len(b) == 2 {
+		return binary.BigEndian.Uint16(b)
+	}
+	ad.fail(errShort)
+	return 0
 }
 
-func decodeService(ad *netlink.AttributeDecoder) (Service, error) {
+func decodeService(ad *attrs) (Service, error) {
 	var s Service
 	var addr, mask []byte
-	for ad.Next() {
-		switch ad.Type() {
+	for ad.next() {
+		switch ad.typ() {
 		case svcAF:
-			s.Family = Family(ad.Uint16())
+			s.Family = Family(ad.uint16())
 		case svcProtocol:
-			s.Protocol = Protocol(ad.Uint16())
+			s.Protocol = Protocol(ad.uint16())
 		case svcAddr:
-			addr = ad.Bytes()
+			addr = ad.data()
 		case svcPort:
 			s.Port = port(ad)
 		case svcFWMark:
-			s.FWMark = ad.Uint32()
+			s.FWMark = ad.uint32()
 		case svcSched:
-			s.Scheduler = ad.String()
+			s.Scheduler = ad.string()
 		case svcPEName:
-			s.PersistenceEngine = ad.String()
+			s.PersistenceEngine = ad.string()
 		case svcFlags:
-			ad.Do(func(b []byte) error {
-				if len(b) != 8 {
-					return errShort
-				}
+			// struct ip_vs_flags: the flags, then the mask.
+			if b := ad.data(); len(b) == 8 {
 				s.Flags = ServiceFlags(binary.NativeEndian.Uint32(b)) &^ Hashed
-				return nil
-			})
+			} else {
+				ad.fail(errShort)
+			}
 		case svcTimeout:
-			s.Timeout = time.Duration(ad.Uint32()) * time.Second
+			s.Timeout = time.Duration(ad.uint32()) * time.Second
 		case svcNetmask:
-			mask = ad.Bytes()
+			mask = ad.data()
 		case svcStats64:
 			readStats(ad, true, &s.Stats)
 		case svcStats:
 			readStats(ad, false, &s.Stats)
 		}
 	}
-	if err := ad.Err(); err != nil {
+	if err := ad.err(); err != nil {
 		return s, err
 	}
 	if s.Family != IPv4 && s.Family != IPv6 {
@@ -478,39 +485,39 @@ func decodeService(ad *netlink.AttributeDecoder) (Service, error) {
 	return s, nil
 }
 
-func decodeDest(ad *netlink.AttributeDecoder, f Family) (Destination, error) {
+func decodeDest(ad *attrs, f Family) (Destination, error) {
 	var d Destination
 	var c DestCounters
 	counted := false
 	var addr []byte
-	for ad.Next() {
-		switch ad.Type() {
+	for ad.next() {
+		switch ad.typ() {
 		case destAddr:
-			addr = ad.Bytes()
+			addr = ad.data()
 		case destPort:
 			d.Port = port(ad)
 		case destFwdMethod:
-			d.Forward = Forward(ad.Uint32())
+			d.Forward = Forward(ad.uint32())
 		case destWeight:
-			d.Weight = int32(ad.Uint32())
+			d.Weight = int32(ad.uint32())
 		case destUThresh:
-			d.UpperThreshold = ad.Uint32()
+			d.UpperThreshold = ad.uint32()
 		case destLThresh:
-			d.LowerThreshold = ad.Uint32()
+			d.LowerThreshold = ad.uint32()
 		case destActiveConns:
-			c.ActiveConns, counted = ad.Uint32(), true
+			c.ActiveConns, counted = ad.uint32(), true
 		case destInactConns:
-			c.InactiveConns, counted = ad.Uint32(), true
+			c.InactiveConns, counted = ad.uint32(), true
 		case destPersistConns:
-			c.PersistConns, counted = ad.Uint32(), true
+			c.PersistConns, counted = ad.uint32(), true
 		case destAddrFamily:
-			f = Family(ad.Uint16())
+			f = Family(ad.uint16())
 		case destTunType:
-			d.TunnelType = ad.Uint8()
+			d.TunnelType = ad.uint8()
 		case destTunPort:
 			d.TunnelPort = port(ad)
 		case destTunFlags:
-			d.TunnelFlags = ad.Uint16()
+			d.TunnelFlags = ad.uint16()
 		case destStats64:
 			readStats(ad, true, &c.Stats)
 			counted = true
@@ -519,7 +526,7 @@ func decodeDest(ad *netlink.AttributeDecoder, f Family) (Destination, error) {
 			counted = true
 		}
 	}
-	if err := ad.Err(); err != nil {
+	if err := ad.err(); err != nil {
 		return d, err
 	}
 	if counted {
@@ -532,21 +539,21 @@ func decodeDest(ad *netlink.AttributeDecoder, f Family) (Destination, error) {
 
 // readStats reads a nested statistics attribute into st: the 64-bit one
 // (wide), or the old one if no 64-bit one came first.
-func readStats(ad *netlink.AttributeDecoder, wide bool, st *Stats) {
+func readStats(ad *attrs, wide bool, st *Stats) {
 	if !wide && *st != (Stats{}) {
 		return
 	}
-	ad.Nested(func(nad *netlink.AttributeDecoder) error {
-		*st = decodeStats(nad, wide)
-		return nil
-	})
+	if in, ok := ad.nested(); ok {
+		*st = decodeStats(&in, wide)
+		ad.fail(in.err())
+	}
 }
 
-func decodeStats(ad *netlink.AttributeDecoder, wide bool) Stats {
+func decodeStats(ad *attrs, wide bool) Stats {
 	var s Stats
-	for ad.Next() {
+	for ad.next() {
 		var p *uint64
-		switch ad.Type() {
+		switch ad.typ() {
 		case statsConns:
 			p = &s.Connections
 		case statsInPkts:
@@ -571,76 +578,109 @@ func decodeStats(ad *netlink.AttributeDecoder, wide bool) Stats {
 			continue // IPVS_STATS_ATTR_PAD and newer ones
 		}
 		// The old stats are 32-bit but for the byte counters.
-		if wide || ad.Type() == statsInBytes || ad.Type() == statsOutBytes {
-			*p = ad.Uint64()
+		if wide || ad.typ() == statsInBytes || ad.typ() == statsOutBytes {
+			*p = ad.uint64()
 		} else {
-			*p = uint64(ad.Uint32())
+			*p = uint64(ad.uint32())
 		}
 	}
 	return s
 }
 
-func decodeDaemon(ad *netlink.AttributeDecoder) (SyncDaemon, error) {
+func decodeDaemon(ad *attrs) (SyncDaemon, error) {
 	var d SyncDaemon
-	for ad.Next() {
-		switch ad.Type() {
+	for ad.next() {
+		switch ad.typ() {
 		case daemonState:
-			d.State = SyncState(ad.Uint32())
+			d.State = SyncState(ad.uint32())
 		case daemonIfName:
-			d.Interface = ad.String()
+			d.Interface = ad.string()
 		case daemonSyncID:
-			d.SyncID = uint8(ad.Uint32())
+			d.SyncID = uint8(ad.uint32())
 		case daemonMaxLen:
-			d.MaxLen = ad.Uint16()
+			d.MaxLen = ad.uint16()
 		case daemonGroup:
-			ad.Do(func(b []byte) error {
-				if len(b) != 4 {
-					return errShort
-				}
+			if b := ad.data(); len(b) == 4 {
 				d.Group = netip.AddrFrom4([4]byte(b))
-				return nil
-			})
+			} else {
+				ad.fail(errShort)
+			}
 		case daemonGroup6:
-			ad.Do(func(b []byte) error {
-				if len(b) != 16 {
-					return errShort
-				}
+			if b := ad.data(); len(b) == 16 {
 				d.Group = netip.AddrFrom16([16]byte(b))
-				return nil
-			})
+			} else {
+				ad.fail(errShort)
+			}
 		case daemonPort:
-			d.Port = ad.Uint16()
+			d.Port = ad.uint16()
 		case daemonTTL:
-			d.TTL = ad.Uint8()
+			d.TTL = ad.uint8()
 		}
 	}
-	return d, ad.Err()
+	return d, ad.err()
 }
 
-// ServiceFromMessage decodes a service in a reply to IPVS_CMD_GET_SERVICE.
+// serviceFromMessage decodes a service in a reply to
+// IPVS_CMD_GET_SERVICE. It and destFromMessage are written out rather
+// than passed a closure, which would escape to the heap with what it
+// captures: they run once a service or destination of every read.
 func serviceFromMessage(m genetlink.Message) (Service, error) {
 	var s Service
-	err := nested(m.Data, attrService, func(ad *netlink.AttributeDecoder) error {
-		var err error
-		s, err = decodeService(ad)
-		return err
-	})
-	return s, err
+	ad, err := newAttrs(m.Data)
+	if err != nil {
+		return s, err
+	}
+	found := false
+	for ad.next() {
+		if ad.typ() != attrService {
+			continue
+		}
+		found = true
+		if in, ok := ad.nested(); ok {
+			var err error
+			s, err = decodeService(&in)
+			ad.fail(cmpErr(err, in.err()))
+		}
+	}
+	if err := ad.err(); err != nil {
+		return s, err
+	}
+	if !found {
+		return s, fmt.Errorf("no attribute %d in the message", attrService)
+	}
+	return s, nil
 }
 
 func destFromMessage(m genetlink.Message, f Family) (Destination, error) {
 	var d Destination
-	err := nested(m.Data, attrDest, func(ad *netlink.AttributeDecoder) error {
-		var err error
-		d, err = decodeDest(ad, f)
-		return err
-	})
-	return d, err
+	ad, err := newAttrs(m.Data)
+	if err != nil {
+		return d, err
+	}
+	found := false
+	for ad.next() {
+		if ad.typ() != attrDest {
+			continue
+		}
+		found = true
+		if in, ok := ad.nested(); ok {
+			var err error
+			d, err = decodeDest(&in, f)
+			ad.fail(cmpErr(err, in.err()))
+		}
+	}
+	if err := ad.err(); err != nil {
+		return d, err
+	}
+	if !found {
+		return d, fmt.Errorf("no attribute %d in the message", attrDest)
+	}
+	return d, nil
 }
 
 func daemonFromMessage(m genetlink.Message) (SyncDaemon, error) {
 	var d SyncDaemon
-	err := nested(m.Data, attrDaemon, func(ad *netlink.AttributeDecoder) error {
+	err := nested(m.Data, attrDaemon, func(ad *attrs) error {
 		var err error
 		d, err = decodeDaemon(ad)
 		return err
@@ -650,36 +690,36 @@ func daemonFromMessage(m genetlink.Message) (SyncDaemon, error) {
 
 func timeoutsFromMessage(m genetlink.Message) (Timeouts, error) {
 	var t Timeouts
-	ad, err := netlink.NewAttributeDecoder(m.Data)
+	ad, err := newAttrs(m.Data)
 	if err != nil {
 		return t, err
 	}
-	for ad.Next() {
-		switch ad.Type() {
+	for ad.next() {
+		switch ad.typ() {
 		case attrTimeoutTCP:
-			t.TCP = time.Duration(ad.Uint32()) * time.Second
+			t.TCP = time.Duration(ad.uint32()) * time.Second
 		case attrTimeoutFin:
-			t.TCPFin = time.Duration(ad.Uint32()) * time.Second
+			t.TCPFin = time.Duration(ad.uint32()) * time.Second
 		case attrTimeoutUDP:
-			t.UDP = time.Duration(ad.Uint32()) * time.Second
+			t.UDP = time.Duration(ad.uint32()) * time.Second
 		}
 	}
-	return t, ad.Err()
+	return t, ad.err()
 }
 
 func infoFromMessage(m genetlink.Message) (Info, error) {
 	var i Info
-	ad, err := netlink.NewAttributeDecoder(m.Data)
+	ad, err := newAttrs(m.Data)
 	if err != nil {
 		return i, err
 	}
-	for ad.Next() {
-		switch ad.Type() {
+	for ad.next() {
+		switch ad.typ() {
 		case infoVersion:
-			i.Version = ad.Uint32()
+			i.Version = ad.uint32()
 		case infoConnTabSize:
-			i.ConnTableSize = ad.Uint32()
+			i.ConnTableSize = ad.uint32()
 		}
 	}
-	return i, ad.Err()
+	return i, ad.err()
 }

@@ -33,18 +33,16 @@ func TestDigest(t *testing.T) {
 		{"counters and connections", func(tb ipvs.Table) {
 			vs := tb[rr.ServiceKey]
 			vs.Stats.Connections = 7
-			d := vs.Dests[ipvs.DestKey{Addr: dest("10.0.0.1:80", 0).Addr, Port: 80}]
+			d, _ := vs.Dest(ipvs.DestKey{Addr: dest("10.0.0.1:80", 0).Addr, Port: 80})
 			d.Counters = &ipvs.DestCounters{ActiveConns: 3, Stats: ipvs.Stats{BytesIn: 1 << 20}}
 			vs.AddDest(d)
 		}, true},
 		{"another order of a round-robin service", func(tb ipvs.Table) {
-			vs := tb[rr.ServiceKey]
-			vs.Order[0], vs.Order[1] = vs.Order[1], vs.Order[0]
+			swapHead(tb, rr.ServiceKey)
 		}, true},
 		{"the netmask spelled out", func(tb ipvs.Table) { tb[rr.ServiceKey].Netmask = 32 }, true},
 		{"another order of the mh service", func(tb ipvs.Table) {
-			vs := tb[mh.ServiceKey]
-			vs.Order[0], vs.Order[1] = vs.Order[1], vs.Order[0]
+			swapHead(tb, mh.ServiceKey)
 		}, false},
 		{"a weight", func(tb ipvs.Table) { tb[mh.ServiceKey].AddDest(dest("10.0.0.2:80", 0)) }, false},
 		{"a threshold", func(tb ipvs.Table) {
@@ -102,4 +100,11 @@ func TestDigestAgreesAfterDifferentHistories(t *testing.T) {
 	if digests[0] != digests[1] {
 		t.Errorf("digests %v after reconciling", digests)
 	}
+}
+
+// swapHead puts the second of service k's destinations first.
+func swapHead(tb ipvs.Table, k ipvs.ServiceKey) {
+	ds := tb[k].OrderedDests()
+	ds[0], ds[1] = ds[1], ds[0]
+	tb.Add(tb[k].Service).AddDests(ds)
 }

@@ -1,6 +1,7 @@
 package ipvs_test
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -194,17 +195,27 @@ func TestSyncAddsAHeldMaglevDestinationAtItsTableWeight(t *testing.T) {
 	}
 }
 
-// TestOrderOfALiteral: a service whose Dests were filled without AddDest
-// lists them all, those of its Order first.
-func TestOrderOfALiteral(t *testing.T) {
-	a, b, c := dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 1), dest("10.0.0.3:80", 1)
-	vs := &ipvs.VirtualService{Dests: map[ipvs.DestKey]ipvs.Destination{a.Key(): a, b.Key(): b, c.Key(): c},
-		Order: []ipvs.DestKey{c.Key(), {}}}
-	var got []string
-	for _, d := range vs.OrderedDests() {
-		got = append(got, d.Addr.String())
-	}
-	if want := []string{"10.0.0.3", "10.0.0.1", "10.0.0.2"}; !slices.Equal(got, want) {
-		t.Errorf("OrderedDests %v, want %v", got, want)
+// TestAddDests: AddDests keeps the order it is given and replaces a
+// destination of the same key in its place, below indexMin and above it.
+func TestAddDests(t *testing.T) {
+	for _, n := range []int{3, 100} {
+		var ds []ipvs.Destination
+		for i := range n {
+			ds = append(ds, dest(fmt.Sprintf("10.0.%d.%d:80", i/250, i%250+1), 1))
+		}
+		vs := (ipvs.Table{}).Add(ipvs.Service{})
+		vs.AddDest(ds[1])
+		again := ds[1]
+		again.Weight = 7
+		vs.AddDests(append(slices.Clone(ds), again))
+		got := vs.OrderedDests()
+		want := append([]ipvs.Destination{again, ds[0]}, ds[2:]...)
+		if !slices.Equal(got, want) || vs.Len() != n {
+			t.Errorf("%d destinations: got %v, want %v", n, got, want)
+		}
+		vs.DelDest(ds[0].Key())
+		if _, ok := vs.Dest(ds[0].Key()); ok || vs.Len() != n-1 {
+			t.Errorf("%d destinations: %v still there after DelDest", n, ds[0])
+		}
 	}
 }

@@ -128,10 +128,10 @@ func (r *Reconciler) read() (Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read the kernel's table: %w", err)
 		}
-		for _, d := range ds {
-			d.Counters = nil // what the diff never reads, not kept (see Destination)
-			vs.AddDest(d)
+		for i := range ds {
+			ds[i].Counters = nil // what the diff never reads, not kept (see Destination)
 		}
+		vs.AddDests(ds)
 	}
 	return t, nil
 }

@@ -157,7 +157,7 @@ func TestSyncChangesOnlyWhatDiffers(t *testing.T) {
 		}, []string{"edit service TCP 192.0.2.1:443 (wlc)"}},
 		{"swap adds before it removes", func(t ipvs.Table) {
 			vs := t[ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:443"))]
-			delete(vs.Dests, ipvs.DestKey{netip.MustParseAddr("10.0.0.1"), 443})
+			vs.DelDest(ipvs.DestKey{netip.MustParseAddr("10.0.0.1"), 443})
 			vs.AddDest(dest("10.0.0.3:443", 1))
 		}, []string{
 			"add destination 10.0.0.3:443 of TCP 192.0.2.1:443 (route, weight 1)",

@@ -19,14 +19,23 @@ func (d *Destination) Key() DestKey { return DestKey{d.Addr, d.Port} }
 // VirtualService is a service with its destinations.
 type VirtualService struct {
 	Service
-	Dests map[DestKey]Destination
-	// Order is the destinations' keys in the kernel's list order, the
-	// head first: the order a dump gives them, and the order the mh
-	// scheduler fills its Maglev table in. A table read from the kernel
-	// holds its order; AddDest appends, PushDest inserts at the head as
-	// the kernel does.
-	Order []DestKey
+	// dests are the destinations in the kernel's list order, the head
+	// first: the order a dump gives them, and the order the mh scheduler
+	// fills its Maglev table in. A table read from the kernel holds its
+	// order; AddDest appends, PushDest inserts at the head as the kernel
+	// does. One slice, not a map and an order beside it: a director
+	// keeps two tables of every destination (the wanted one and the
+	// reconciler's copy of the kernel's), and a map's buckets cost more
+	// than the destinations they hold (TestTableBytesPerDest). Lookups
+	// scan it, or an index built for the occasion when it is long
+	// (indexMin).
+	dests []Destination
 }
+
+// indexMin is the length from which a walk over a service's
+// destinations that looks each up in another service builds a map of the
+// other's first: below it, a scan of the slice costs less than the map.
+const indexMin = 32
 
 // Table is a whole IPVS table, or the part of one that matters: what the
 // configuration and the health checks want, or what the kernel holds.
@@ -35,79 +44,133 @@ type Table map[ServiceKey]*VirtualService
 // Add puts a service in the table, replacing one of the same key, and
 // returns it for its destinations to be added.
 func (t Table) Add(s Service) *VirtualService {
-	vs := &VirtualService{Service: s, Dests: map[DestKey]Destination{}}
+	vs := &VirtualService{Service: s}
 	t[s.ServiceKey] = vs
 	return vs
+}
+
+// Len is the number of the service's destinations.
+func (vs *VirtualService) Len() int { return len(vs.dests) }
+
+func (vs *VirtualService) find(k DestKey) int {
+	for i := range vs.dests {
+		if vs.dests[i].Addr == k.Addr && vs.dests[i].Port == k.Port {
+			return i
+		}
+	}
+	return -1
+}
+
+// Dest is the service's destination of key k.
+func (vs *VirtualService) Dest(k DestKey) (Destination, bool) {
+	if i := vs.find(k); i >= 0 {
+		return vs.dests[i], true
+	}
+	return Destination{}, false
 }
 
 // AddDest puts a destination in the service, replacing one of the same
 // address and port (which keeps its place), or else appending it to the
 // order.
 func (vs *VirtualService) AddDest(d Destination) {
-	k := d.Key()
-	if _, ok := vs.Dests[k]; !ok {
-		vs.Order = append(vs.Order, k)
+	if i := vs.find(d.Key()); i >= 0 {
+		vs.dests[i] = d
+		return
 	}
-	vs.Dests[k] = d
+	vs.dests = append(vs.dests, d)
+}
+
+// AddDests is AddDest of each of ds in turn, in time linear in their
+// number however many there are.
+func (vs *VirtualService) AddDests(ds []Destination) {
+	if len(vs.dests) == 0 {
+		vs.dests = make([]Destination, 0, len(ds))
+	}
+	if len(vs.dests)+len(ds) < indexMin {
+		for _, d := range ds {
+			vs.AddDest(d)
+		}
+		return
+	}
+	at := make(map[DestKey]int, len(vs.dests)+len(ds))
+	for i := range vs.dests {
+		at[vs.dests[i].Key()] = i
+	}
+	vs.dests = slices.Grow(vs.dests, len(ds))
+	for _, d := range ds {
+		if i, ok := at[d.Key()]; ok {
+			vs.dests[i] = d
+			continue
+		}
+		at[d.Key()] = len(vs.dests)
+		vs.dests = append(vs.dests, d)
+	}
 }
 
 // PushDest is AddDest, but a new destination goes to the head of the
 // order, as the kernel's ip_vs_add_dest puts it (list_add_rcu in
 // __ip_vs_update_dest).
 func (vs *VirtualService) PushDest(d Destination) {
-	k := d.Key()
-	if _, ok := vs.Dests[k]; !ok {
-		vs.Order = slices.Insert(vs.Order, 0, k)
+	if i := vs.find(d.Key()); i >= 0 {
+		vs.dests[i] = d
+		return
 	}
-	vs.Dests[k] = d
+	vs.dests = slices.Insert(vs.dests, 0, d)
 }
 
 // DelDest removes the destination of key k.
 func (vs *VirtualService) DelDest(k DestKey) {
-	if _, ok := vs.Dests[k]; !ok {
-		return
+	if i := vs.find(k); i >= 0 {
+		vs.dests = slices.Delete(vs.dests, i, i+1)
 	}
-	delete(vs.Dests, k)
-	vs.Order = slices.DeleteFunc(vs.Order, func(o DestKey) bool { return o == k })
 }
 
-// OrderedDests are the service's destinations in its order.
-func (vs *VirtualService) OrderedDests() []Destination {
-	ks := vs.keys()
-	ds := make([]Destination, 0, len(ks))
-	for _, k := range ks {
-		ds = append(ds, vs.Dests[k])
-	}
-	return ds
-}
+// OrderedDests are the service's destinations in its order, a copy.
+func (vs *VirtualService) OrderedDests() []Destination { return slices.Clone(vs.dests) }
 
-// keys are the destinations' keys in the service's order. A service
-// built without AddDest (a literal's Dests) has destinations Order
-// lacks: they come last, by address and port, and a key of Order that
-// Dests lacks is left out.
+// keys are the destinations' keys in the service's order.
 func (vs *VirtualService) keys() []DestKey {
-	if len(vs.Order) == len(vs.Dests) {
-		return vs.Order
+	ks := make([]DestKey, len(vs.dests))
+	for i := range vs.dests {
+		ks[i] = vs.dests[i].Key()
 	}
-	seen := make(map[DestKey]bool, len(vs.Order))
-	out := make([]DestKey, 0, len(vs.Dests))
-	for _, k := range vs.Order {
-		if _, ok := vs.Dests[k]; ok && !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	for _, d := range vs.SortedDests() {
-		if !seen[d.Key()] {
-			out = append(out, d.Key())
-		}
-	}
-	return out
+	return ks
 }
 
 // Clone is a copy of vs that shares nothing with it.
 func (vs *VirtualService) Clone() *VirtualService {
-	return &VirtualService{Service: vs.Service, Dests: maps.Clone(vs.Dests), Order: slices.Clone(vs.Order)}
+	return &VirtualService{Service: vs.Service, dests: slices.Clone(vs.dests)}
+}
+
+// index looks up a service's destinations by key: a scan of a short
+// service, a map built once for a long one.
+type index struct {
+	vs *VirtualService
+	at map[DestKey]int
+}
+
+func indexOf(vs *VirtualService) index {
+	x := index{vs: vs}
+	if vs != nil && len(vs.dests) >= indexMin {
+		x.at = make(map[DestKey]int, len(vs.dests))
+		for i := range vs.dests {
+			x.at[vs.dests[i].Key()] = i
+		}
+	}
+	return x
+}
+
+func (x index) get(k DestKey) (Destination, bool) {
+	switch {
+	case x.vs == nil:
+		return Destination{}, false
+	case x.at == nil:
+		return x.vs.Dest(k)
+	}
+	if i, ok := x.at[k]; ok {
+		return x.vs.dests[i], true
+	}
+	return Destination{}, false
 }
 
 // Keys are the table's service keys in a stable order (family, protocol,
@@ -134,10 +197,7 @@ func CompareKeys(a, b ServiceKey) int {
 
 // SortedDests are a service's destinations by address and port.
 func (vs *VirtualService) SortedDests() []Destination {
-	ds := make([]Destination, 0, len(vs.Dests))
-	for _, d := range vs.Dests {
-		ds = append(ds, d)
-	}
+	ds := slices.Clone(vs.dests)
 	slices.SortFunc(ds, func(a, b Destination) int {
 		return cmp.Or(a.Addr.Compare(b.Addr), cmp.Compare(a.Port, b.Port))
 	})
@@ -209,7 +269,7 @@ func Diff(want, have Table, owned func(ServiceKey) bool) []Op {
 		}
 		if !ok {
 			adds = append(adds, Op{Kind: AddService, Service: w.Service})
-			for _, d := range w.Dests {
+			for _, d := range w.dests {
 				dests = append(dests, Op{Kind: AddDest, Service: w.Service, Dest: d})
 			}
 			continue
@@ -217,8 +277,9 @@ func Diff(want, have Table, owned func(ServiceKey) bool) []Op {
 		if !sameService(&w.Service, &h.Service) {
 			adds = append(adds, Op{Kind: EditService, Service: w.Service})
 		}
-		for dk, d := range w.Dests {
-			hd, ok := h.Dests[dk]
+		hx := indexOf(h)
+		for _, d := range w.dests {
+			hd, ok := hx.get(d.Key())
 			switch {
 			case !ok:
 				dests = append(dests, Op{Kind: AddDest, Service: w.Service, Dest: d})
@@ -226,9 +287,10 @@ func Diff(want, have Table, owned func(ServiceKey) bool) []Op {
 				dests = append(dests, Op{Kind: EditDest, Service: w.Service, Dest: d})
 			}
 		}
-		if len(h.Dests) > len(w.Dests)-countAdds(dests, k) {
-			for dk, d := range h.Dests {
-				if _, ok := w.Dests[dk]; !ok {
+		if len(h.dests) > len(w.dests)-countAdds(dests, k) {
+			wx := indexOf(w)
+			for _, d := range h.dests {
+				if _, ok := wx.get(d.Key()); !ok {
 					dels = append(dels, Op{Kind: DelDest, Service: w.Service, Dest: d})
 				}
 			}
@@ -268,7 +330,7 @@ func Ordered(s *Service) bool { return s.Scheduler == "mh" }
 // its real servers by address is adopted as it is, and a new real server
 // of a higher address than the others costs one addition.
 func CanonicalOrder(vs *VirtualService) []DestKey {
-	keys := slices.Collect(maps.Keys(vs.Dests))
+	keys := vs.keys()
 	slices.SortFunc(keys, func(a, b DestKey) int { return compareDestKeys(b, a) })
 	return keys
 }
@@ -310,10 +372,11 @@ func Readd(want, have []DestKey) []DestKey {
 // service keeps its servers meanwhile.
 func orderedDests(w, h *VirtualService) []Op {
 	want := CanonicalOrder(w)
+	wx, hx := indexOf(w), indexOf(h)
 	var have []DestKey
 	if h != nil {
-		for _, k := range h.keys() {
-			if _, ok := w.Dests[k]; ok {
+		for i := range h.dests {
+			if k := h.dests[i].Key(); has(wx, k) {
 				have = append(have, k)
 			}
 		}
@@ -328,17 +391,16 @@ func orderedDests(w, h *VirtualService) []Op {
 		if moved[k] {
 			continue
 		}
-		d, hd := w.Dests[k], h.Dests[k]
+		d, _ := wx.get(k)
+		hd, _ := hx.get(k)
 		if !sameDest(&d, &hd) {
 			ops = append(ops, Op{Kind: EditDest, Service: w.Service, Dest: d})
 		}
 	}
 	for _, k := range readd {
-		d := w.Dests[k]
-		if h != nil {
-			if hd, ok := h.Dests[k]; ok {
-				ops = append(ops, Op{Kind: DelDest, Service: w.Service, Dest: hd})
-			}
+		d, _ := wx.get(k)
+		if hd, ok := hx.get(k); ok {
+			ops = append(ops, Op{Kind: DelDest, Service: w.Service, Dest: hd})
 		}
 		if d.Weight == 0 && d.TableWeight > 0 {
 			up := d
@@ -350,13 +412,18 @@ func orderedDests(w, h *VirtualService) []Op {
 		ops = append(ops, Op{Kind: AddDest, Service: w.Service, Dest: d})
 	}
 	if h != nil {
-		for _, k := range h.keys() {
-			if _, ok := w.Dests[k]; !ok {
-				ops = append(ops, Op{Kind: DelDest, Service: w.Service, Dest: h.Dests[k]})
+		for _, hd := range h.dests {
+			if !has(wx, hd.Key()) {
+				ops = append(ops, Op{Kind: DelDest, Service: w.Service, Dest: hd})
 			}
 		}
 	}
 	return ops
+}
+
+func has(x index, k DestKey) bool {
+	_, ok := x.get(k)
+	return ok
 }
 
 // countAdds counts the destinations added to service k at the end of ops:

@@ -261,7 +261,7 @@ func (k *Kernel) apply(o *ipvs.Op) syscall.Errno {
 		return syscall.ESRCH
 	}
 	d := normalDest(o.Dest)
-	_, there := vs.Dests[d.Key()]
+	_, there := vs.Dest(d.Key())
 	switch o.Kind {
 	case ipvs.AddDest, ipvs.EditDest:
 		switch {
