@@ -174,9 +174,11 @@ func countErrors(diags config.Diagnostics) string {
 
 // scriptTest checks the configuration's scripts on this host as
 // keepalived's --config-test does, prints what it finds (file:line, the
-// keyword, why) and returns keepalived's exit code: 5 when a vrrp_script
-// is disabled (insecure, not found, not executable), else 6 when scripts
-// would run without enable_script_security, else 0.
+// keyword, why) and returns keepalived's exit code: 6 when scripts would
+// run without enable_script_security, else 5 when a vrrp_script is
+// disabled (insecure, not found, not executable), else 0. The violation
+// wins as in keepalived, whose --config-test keeps the last of its
+// config_err_t values reported (CONFIG_SECURITY_ERROR) over the others.
 func scriptTest(cfg *config.Config, stderr io.Writer) int {
 	rep := script.CheckConfig(cfg, script.Sections{VRRP: true, LVS: true}, nil)
 	code := exitOK
@@ -201,9 +203,7 @@ func scriptTest(cfg *config.Config, stderr io.Writer) int {
 			msg += "; there are insecure scripts"
 		}
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cfg.Files[0], msg)
-		if code == exitOK {
-			code = exitConfigSecurity
-		}
+		code = exitConfigSecurity
 	}
 	return code
 }

@@ -219,6 +219,8 @@ func TestConfigTestScripts(t *testing.T) {
 		{"secure scripts", withScripts(secure, "/bin/true", "/bin/true"), exitOK, ""},
 		{"insecure notify script: disabled", withScripts(secure, "/bin/true", bad), exitOK, ":14: warning: notify_master: script disabled: unsafe permissions on " + ww},
 		{"missing vrrp_script: disabled", withScripts(secure, "/nonexistent/chk.sh", "/bin/true"), exitConfigTest, ":6: warning: vrrp_script chk: script disabled"},
+		// keepalived 2.2.7 exits 6 for wild-configs/30-mesos-lvs-sync-garp.conf.
+		{"missing vrrp_script without enable_script_security: the violation wins", withScripts("", "/nonexistent/chk.sh", "/bin/true"), exitConfigSecurity, "SECURITY VIOLATION"},
 		{"a bare name: found in PATH", withScripts(secure, "true", "/bin/true"), exitOK, `"true" found by a PATH search`},
 	}
 	for _, tt := range tests {
