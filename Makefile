@@ -19,6 +19,8 @@ APT_PACKAGES := keepalived ipvsadm user-mode-linux kmod iproute2 time systemd fr
 
 all: build
 
+## build: directord, directorctl and directord-bgp (the BGP speaker,
+## which directord starts from its own folder: keep them together).
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
@@ -57,6 +59,7 @@ integration:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
 	@mkdir -p $(UML_BIN) && rm -f $(UML_BIN)/*.test
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
 	$(GO) build -o $(UML_BIN)/directorctl ./cmd/directorctl
 	@set -e; for p in $(UML_PACKAGES); do \
 		n=$${p#./}; n=$${n%/}; \
@@ -114,6 +117,7 @@ bench-lvs:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
 	@mkdir -p $(UML_BIN)
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
 	$(GO) test -c -o $(UML_BIN)/integration-lvs.test ./integration/lvs
 	integration/uml/run.sh -m 4096M -t 3600 -e "BENCH_WRAP=$${BENCH_WRAP:-}" -e "BENCH_SIZES=$(BENCH_SIZES)" -e "BENCH_WHO=$${BENCH_WHO:-}" \
 		-C integration/lvs -- ../../$(UML_BIN)/integration-lvs.test \
@@ -132,6 +136,7 @@ bench-lab:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) frr"
 	@mkdir -p $(UML_BIN)
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
 	$(GO) build -o $(UML_BIN)/directorctl ./cmd/directorctl
 	$(GO) test -c -o $(UML_BIN)/integration-lab.test ./integration/lab
 	integration/uml/run.sh -m $(UML_MEM) -t 3600 -e DIRECTORD_LAB_CAPACITY=1 -C integration/lab -- ../../$(UML_BIN)/integration-lab.test \
@@ -163,6 +168,7 @@ demo:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
 	@mkdir -p $(UML_BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directorctl ./cmd/directorctl
 	$(GO) build -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
 	@integration/uml/run.sh -m $(UML_MEM) -t 600 -- \
@@ -174,6 +180,7 @@ demo-active:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) frr"
 	@mkdir -p $(UML_BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord ./cmd/directord
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directorctl ./cmd/directorctl
 	$(GO) build -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
 	@integration/uml/run.sh -m $(UML_MEM) -t 900 -- \

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/netip"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -150,16 +148,4 @@ func TestAnnouncerRetries(t *testing.T) {
 			t.Errorf("retry (-want +got):\n%s", d)
 		}
 	})
-}
-
-func TestMinLevel(t *testing.T) {
-	var b strings.Builder
-	lvl := &slog.LevelVar{}
-	lvl.Set(slog.LevelWarn)
-	log := slog.New(minLevel{slog.NewTextHandler(&b, nil), lvl}).With("component", "gobgp")
-	log.Info("Add a peer configuration")
-	log.Warn("failed to add BFD peer")
-	if out := b.String(); strings.Contains(out, "Add a peer") || !strings.Contains(out, "failed to add BFD peer") || !strings.Contains(out, "component=gobgp") {
-		t.Errorf("logged:\n%s", out)
-	}
 }

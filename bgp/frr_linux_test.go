@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -144,7 +145,7 @@ func startDirector(t nstest.TB, ns *nstest.NS, conf string) *director {
 	}
 	d := &director{t: t, lines: make(chan string, 100), done: make(chan struct{})}
 	d.cmd = exec.Command("ip", "netns", "exec", ns.Name, exe, "-test.run=^$")
-	d.cmd.Env = append(os.Environ(), helperEnv+"="+conf)
+	d.cmd.Env = append(os.Environ(), helperEnv+"="+conf, speakerEnv+"="+speakerHelper(t))
 	d.cmd.Stderr = &lockedWriter{mu: &d.mu, b: &d.err}
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if d.in, err = d.cmd.StdinPipe(); err != nil {
@@ -238,6 +239,13 @@ func (d *director) status() directorStatus {
 	return st
 }
 
+// stderr is what the director wrote to its standard error so far.
+func (d *director) stderr() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err.String()
+}
+
 func (d *director) waitEstablished() {
 	d.t.Helper()
 	nstest.WaitFor(d.t, 30*time.Second, "session established", func() bool {
@@ -328,16 +336,84 @@ func TestFRRStopWithdrawsFirst(t *testing.T) {
 func TestFRRKill(t *testing.T) {
 	l := newLAN(t, 2, "")
 	d0 := l.startAll(t, "1", "")[0]
+	sp := speakerPID(t, d0.cmd.Process.Pid)
 	start := time.Now()
 	syscall.Kill(-d0.cmd.Process.Pid, syscall.SIGKILL)
 	gone := l.frr.WaitNextHops(10*time.Second, vip, directorAddr(1))
 	took := gone.Sub(start)
-	t.Logf("kill -9: route gone at the router after %s", took.Round(time.Millisecond))
+	n := l.neighbor(t, directorAddr(0))
+	t.Logf("kill -9: route gone at the router after %s (%q)", took.Round(time.Millisecond), n.LastNotification)
 	// The hold time is 9 s and keepalives go every 3 s: a removal by the
 	// hold timer comes 6 s after the kill at the earliest.
 	if took >= 6*time.Second {
 		t.Errorf("route gone after %s: the hold timer's doing, not the session's close", took)
 	}
+	// The speaker, in a process group of its own, was not killed: it read
+	// the end of its input, closed the session with a Cease, and exited.
+	if !strings.Contains(n.LastNotification, "Cease") {
+		t.Errorf("the router's last notification %q, want the speaker's Cease", n.LastNotification)
+	}
+	nstest.WaitFor(t, 10*time.Second, "the speaker's process gone", func() bool { return !alive(sp) })
+	// Its last records went to directord's own standard error (-last-words).
+	nstest.WaitFor(t, 10*time.Second, "the speaker's last records in directord's standard error", func() bool {
+		s := d0.stderr()
+		return strings.Contains(s, "its input ended with the speaker running") && strings.Contains(s, "every session closed; exiting")
+	})
+}
+
+// TestFRRSpeakerKilled: the speaker's process killed alone (SIGKILL): the
+// kernel closes its session and the router drops the route; the director
+// starts the speaker again after the backoff (1 s) and replays its route:
+// the router has both next hops again, through a new process.
+func TestFRRSpeakerKilled(t *testing.T) {
+	l := newLAN(t, 2, "")
+	d0 := l.startAll(t, "1", "")[0]
+	sp := speakerPID(t, d0.cmd.Process.Pid)
+	start := time.Now()
+	syscall.Kill(sp, syscall.SIGKILL)
+	gone := l.frr.WaitNextHops(10*time.Second, vip, directorAddr(1))
+	back := l.frr.WaitNextHops(30*time.Second, vip, allDirectors(2)...)
+	t.Logf("speaker killed: route gone at the router after %s, back after %s",
+		gone.Sub(start).Round(time.Millisecond), back.Sub(start).Round(time.Millisecond))
+	if back.Sub(start) < DefaultMinBackoff {
+		t.Errorf("route back after %s, before the restart's backoff", back.Sub(start))
+	}
+	if again := speakerPID(t, d0.cmd.Process.Pid); again == sp {
+		t.Errorf("the speaker's process is still %d", sp)
+	}
+	d0.waitEstablished()
+}
+
+// speakerPID is the pid of the directord-bgp that the director of pid
+// runs, once it runs.
+func speakerPID(t nstest.TB, pid int) int {
+	t.Helper()
+	found := 0
+	nstest.WaitFor(t, 10*time.Second, "the speaker's process", func() bool {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		for _, f := range tasks {
+			b, _ := os.ReadFile(f)
+			for _, c := range strings.Fields(string(b)) {
+				comm, _ := os.ReadFile("/proc/" + c + "/comm")
+				if strings.TrimSpace(string(comm)) == HelperName {
+					fmt.Sscan(c, &found)
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// alive says whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
 }
 
 func (l *lan) neighbor(t nstest.TB, a netip.Addr) frrtest.Neighbor { return l.frr.Neighbor(a) }

@@ -1,9 +1,10 @@
 package bgp
 
 // The director of the FRR tests: this test binary run again inside a
-// director's namespace (GoBGP's goroutines dial and listen from any OS
-// thread, so a speaker needs a whole process in its namespace). It runs
-// the speaker and the announcer on a configuration file, its inputs
+// director's namespace (the speaker's helper, directord-bgp, built once
+// per run, is started by Process in the namespace of the thread that
+// forks it, so a director needs a whole process in its namespace). It
+// runs the speaker and the announcer on a configuration file, its inputs
 // driven by lines on its standard input, and says on its standard output
 // when each line is applied.
 
@@ -14,6 +15,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,31 +24,68 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/nstest"
 )
 
 // tellingSpeaker says when the speaker stops and starts.
 type tellingSpeaker struct {
-	*GoBGP
+	*Process
 	say func(string, ...any)
 }
 
 func (s tellingSpeaker) Start(ctx context.Context, c *config.BGP) error {
 	s.say("speaker start AS %d router_id %s", c.LocalAS, c.RouterID)
-	return s.GoBGP.Start(ctx, c)
+	return s.Process.Start(ctx, c)
 }
 
 func (s tellingSpeaker) Stop(ctx context.Context) error {
 	s.say("speaker stop")
-	return s.GoBGP.Stop(ctx)
+	return s.Process.Stop(ctx)
 }
 
 const helperEnv = "DIRECTORD_BGP_TEST_DIRECTOR"
+
+// speakerEnv names the directord-bgp a director runs; set when the tests
+// start, it is used instead of one built from ../cmd/directord-bgp.
+const speakerEnv = "DIRECTORD_BGP_TEST_SPEAKER"
+
+var speaker struct {
+	once      sync.Once
+	path, dir string
+	err       error
+}
+
+// speakerHelper is the directord-bgp the directors run, built at the
+// first call.
+func speakerHelper(t nstest.TB) string {
+	t.Helper()
+	speaker.once.Do(func() {
+		if speaker.path = os.Getenv(speakerEnv); speaker.path != "" {
+			return
+		}
+		if speaker.dir, speaker.err = os.MkdirTemp("", "bgp-speaker"); speaker.err != nil {
+			return
+		}
+		speaker.path = filepath.Join(speaker.dir, HelperName)
+		if out, err := exec.Command("go", "build", "-o", speaker.path, "../cmd/directord-bgp").CombinedOutput(); err != nil {
+			speaker.err = fmt.Errorf("go build ../cmd/directord-bgp: %v\n%s", err, out)
+		}
+	})
+	if speaker.err != nil {
+		t.Fatal(speaker.err)
+	}
+	return speaker.path
+}
 
 func TestMain(m *testing.M) {
 	if file := os.Getenv(helperEnv); file != "" {
 		os.Exit(runDirector(file))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if speaker.dir != "" {
+		os.RemoveAll(speaker.dir)
+	}
+	os.Exit(code)
 }
 
 func loadInputs(file string) (*config.Config, Inputs, error) {
@@ -83,8 +123,8 @@ func runDirector(file string) int {
 		return 1
 	}
 	ctx := context.Background()
-	sp := NewGoBGP(log)
-	sp.OnSession = func(ev SessionEvent) { say("session %s %s", ev.Neighbor, ev.State) }
+	sp := &Process{Path: os.Getenv(speakerEnv), Log: log,
+		OnSession: func(ev SessionEvent) { say("session %s %s", ev.Neighbor, ev.State) }}
 	if err := sp.Start(ctx, cfg.Global.BGP); err != nil {
 		say("error: %v", err)
 		return 1

@@ -11,7 +11,8 @@ import (
 
 // Speaker is what directord needs of a BGP implementation: one per
 // process, its neighbors from the configuration, host routes announced
-// and withdrawn. GoBGP is the one in use (NewGoBGP); tests use a fake.
+// and withdrawn. GoBGP is the one in use (bgp/gobgp), run in the helper
+// process directord-bgp that Process drives; tests use a fake.
 type Speaker interface {
 	// Start runs the speaker with cfg's identity and neighbors.
 	Start(ctx context.Context, cfg *config.BGP) error
@@ -90,9 +91,9 @@ func (s *SessionState) UnmarshalText(b []byte) error {
 
 // SessionEvent is a neighbor's session changing state.
 type SessionEvent struct {
-	Neighbor netip.Addr
-	State    SessionState
+	Neighbor netip.Addr   `json:"neighbor"`
+	State    SessionState `json:"state"`
 	// Reason is why it went down, when it did ("hold timer expired",
 	// "BFD down", "peer closed" ...), as the speaker says it.
-	Reason string
+	Reason string `json:"reason,omitempty"`
 }

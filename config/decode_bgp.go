@@ -172,7 +172,7 @@ func (d *decoder) resolveAnnounce(vs *VirtualServer) bool {
 }
 
 // bfdNotSupported is why keepalived's bfd_instance and track_bfd are not.
-const bfdNotSupported = "GoBGP's BFD, which directord embeds, runs only for BGP neighbors (neighbor ... bfd): it has no standalone session to track"
+const bfdNotSupported = "the BFD of directord's BGP speaker (GoBGP) runs only for BGP neighbors (neighbor ... bfd): it has no standalone session to track"
 
 // extensionKeywords are the directord extensions in blocks that also hold
 // keepalived's own keywords (every keyword of an extension block is one).

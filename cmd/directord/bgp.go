@@ -27,7 +27,7 @@ import (
 // daemon's parts last said them.
 type bgpRun struct {
 	log    *slog.Logger
-	sp     *bgp.GoBGP
+	sp     *bgp.Process
 	ann    *bgp.Announcer
 	nl     *netlink.Handle
 	cancel context.CancelFunc
@@ -56,7 +56,7 @@ func startBGP(cfg *config.Config, drained bool, log *slog.Logger) (*bgpRun, erro
 	if b.nl, err = netlink.NewHandle(); err != nil {
 		return nil, fmt.Errorf("bgp: netlink: %w", err)
 	}
-	b.sp = bgp.NewGoBGP(log)
+	b.sp = bgp.NewProcess(log)
 	b.sp.OnSession = sessionLogger(log)
 	c := *cfg.Global.BGP
 	c.RouterID = rid

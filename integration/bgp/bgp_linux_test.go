@@ -123,6 +123,7 @@ func TestDirectordAnnounces(t *testing.T) {
 	ipvstest.RequireRoot(t)
 	frrtest.Require(t)
 	bin, ctl := built(t, "directord"), built(t, "directorctl")
+	built(t, "directord-bgp") // the speaker, which directord runs from its folder
 	pid := os.Getpid() % 10000
 	sw := nstest.NewSwitch(t, fmt.Sprintf("bsw%d", pid))
 	rtr := nstest.New(t, fmt.Sprintf("brt%d", pid))

@@ -1,9 +1,11 @@
-package bgp
+package gobgp
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/directord/directord/config"
@@ -20,7 +22,7 @@ func TestGoBGPConfigure(t *testing.T) {
 	}
 	cfg := &config.BGP{LocalAS: 65010, RouterID: netip.MustParseAddr("192.0.2.1"), ListenPort: -1,
 		Neighbors: []*config.Neighbor{nb("127.0.0.2", 65000), nb("127.0.0.3", 65000)}}
-	g := NewGoBGP(nil)
+	g := New(nil)
 	if err := g.Start(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -75,5 +77,17 @@ func TestGoBGPConfigure(t *testing.T) {
 				t.Fatalf("withdraw %s: %v", p, err)
 			}
 		}
+	}
+}
+
+func TestMinLevel(t *testing.T) {
+	var b strings.Builder
+	lvl := &slog.LevelVar{}
+	lvl.Set(slog.LevelWarn)
+	log := slog.New(minLevel{slog.NewTextHandler(&b, nil), lvl}).With("component", "gobgp")
+	log.Info("Add a peer configuration")
+	log.Warn("failed to add BFD peer")
+	if out := b.String(); strings.Contains(out, "Add a peer") || !strings.Contains(out, "failed to add BFD peer") || !strings.Contains(out, "component=gobgp") {
+		t.Errorf("logged:\n%s", out)
 	}
 }

@@ -1,14 +1,21 @@
-package bgp
-
-// gobgp.go is the only file that knows GoBGP: everything else sees the
-// Speaker interface.
+// Package gobgp is the BGP speaker directord runs: bgp.Speaker
+// implemented by an embedded github.com/osrg/gobgp/v4 server, whose types
+// stay inside this package. Only the helper process directord-bgp links
+// it (cmd/directord-bgp, bgp.Server); directord itself talks to that
+// helper through bgp.Process and never links GoBGP, gRPC or their
+// protobuf types.
+//
+// # Network namespaces
+//
+// The server listens and connects in the network namespace of the
+// process: the helper is started in directord's.
+package gobgp
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -19,15 +26,16 @@ import (
 	gbgp "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v4/pkg/server"
 
+	"github.com/directord/directord/bgp"
 	"github.com/directord/directord/config"
 )
 
-// GoBGP is a Speaker run by an embedded github.com/osrg/gobgp/v4 server.
+// GoBGP is a bgp.Speaker run by an embedded github.com/osrg/gobgp/v4 server.
 type GoBGP struct {
 	log *slog.Logger
 	// OnSession, if set before Start, sees every session change; it must
 	// not block.
-	OnSession func(SessionEvent)
+	OnSession func(bgp.SessionEvent)
 
 	mu        sync.Mutex
 	s         *server.BgpServer
@@ -41,8 +49,8 @@ type GoBGP struct {
 	lastPolicy string
 }
 
-// NewGoBGP makes a speaker; it runs nothing before Start.
-func NewGoBGP(log *slog.Logger) *GoBGP {
+// New makes a speaker; it runs nothing before Start.
+func New(log *slog.Logger) *GoBGP {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -64,50 +72,9 @@ func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
 
-// RouterID is cfg's router_id, else the IPv4 address this host reaches
-// the first IPv4 neighbor from (its source_address if it has one; no
-// packet is sent), else the first IPv4 address of an interface that is up
-// and not loopback.
-func RouterID(cfg *config.BGP) (netip.Addr, error) {
-	if cfg.RouterID.IsValid() {
-		return cfg.RouterID, nil
-	}
-	for _, n := range cfg.Neighbors {
-		if !n.Addr.Is4() {
-			continue
-		}
-		if n.SourceAddress.IsValid() {
-			return n.SourceAddress, nil
-		}
-		c, err := net.Dial("udp4", netip.AddrPortFrom(n.Addr, 179).String())
-		if err != nil {
-			continue
-		}
-		a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
-		c.Close()
-		return a, nil
-	}
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	for _, ifi := range ifs {
-		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := ifi.Addrs()
-		for _, a := range addrs {
-			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
-				return p.Addr(), nil
-			}
-		}
-	}
-	return netip.Addr{}, errors.New("no router_id given and no IPv4 address to take one from")
-}
-
 // Start runs the GoBGP server in this goroutine's network namespace.
 func (g *GoBGP) Start(ctx context.Context, cfg *config.BGP) error {
-	rid, err := RouterID(cfg)
+	rid, err := bgp.RouterID(cfg)
 	if err != nil {
 		return fmt.Errorf("bgp: %w", err)
 	}
@@ -147,26 +114,26 @@ func (g *GoBGP) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) 
 	}
 	st := fsmState(ev.Peer.State.SessionState)
 	reason := ""
-	if st != Established {
+	if st != bgp.Established {
 		reason = disconnectReason(ev.Peer.State.DisconnectReason, ev.Peer.State.DisconnectMessage)
 	}
-	g.OnSession(SessionEvent{Neighbor: ev.Peer.State.NeighborAddress, State: st, Reason: reason})
+	g.OnSession(bgp.SessionEvent{Neighbor: ev.Peer.State.NeighborAddress, State: st, Reason: reason})
 }
 
-func fsmState(s gbgp.FSMState) SessionState {
+func fsmState(s gbgp.FSMState) bgp.SessionState {
 	switch s {
 	case gbgp.BGP_FSM_CONNECT:
-		return Connect
+		return bgp.Connect
 	case gbgp.BGP_FSM_ACTIVE:
-		return Active
+		return bgp.Active
 	case gbgp.BGP_FSM_OPENSENT:
-		return OpenSent
+		return bgp.OpenSent
 	case gbgp.BGP_FSM_OPENCONFIRM:
-		return OpenConfirm
+		return bgp.OpenConfirm
 	case gbgp.BGP_FSM_ESTABLISHED:
-		return Established
+		return bgp.Established
 	}
-	return Idle
+	return bgp.Idle
 }
 
 func disconnectReason(r api.PeerState_DisconnectReason, msg string) string {
@@ -382,27 +349,27 @@ func (g *GoBGP) Withdraw(ctx context.Context, p netip.Prefix) error {
 }
 
 // Neighbors lists the neighbors' states.
-func (g *GoBGP) Neighbors(ctx context.Context) ([]NeighborStatus, error) {
+func (g *GoBGP) Neighbors(ctx context.Context) ([]bgp.NeighborStatus, error) {
 	g.mu.Lock()
 	s := g.s
 	g.mu.Unlock()
 	if s == nil {
 		return nil, nil
 	}
-	var out []NeighborStatus
+	var out []bgp.NeighborStatus
 	err := s.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
-		ns := NeighborStatus{}
+		ns := bgp.NeighborStatus{}
 		if p.Conf != nil {
 			ns.Addr, _ = netip.ParseAddr(p.Conf.NeighborAddress)
 			ns.RemoteAS = p.Conf.PeerAsn
 		}
 		if st := p.State; st != nil {
-			ns.State = SessionState(max(0, int(st.SessionState)-1))
+			ns.State = bgp.SessionState(max(0, int(st.SessionState)-1))
 			if st.BfdState != nil && p.Bfd != nil && p.Bfd.Enabled {
 				ns.BFD = bfdState(st.BfdState.SessionState)
 			}
 		}
-		if ns.State == Established && p.Timers != nil && p.Timers.State != nil && p.Timers.State.Uptime != nil {
+		if ns.State == bgp.Established && p.Timers != nil && p.Timers.State != nil && p.Timers.State.Uptime != nil {
 			ns.Since = p.Timers.State.Uptime.AsTime()
 		}
 		for _, af := range p.AfiSafis {
@@ -428,7 +395,7 @@ func bfdState(s api.BfdSessionState) string {
 }
 
 // Stop closes the sessions and stops the server.
-func (g *GoBGP) Stop(ctx context.Context) error {
+func (g *GoBGP) Stop(context.Context) error {
 	g.mu.Lock()
 	s, stopWatch := g.s, g.stopWatch
 	g.s, g.stopWatch = nil, nil
@@ -439,8 +406,10 @@ func (g *GoBGP) Stop(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
-	err := s.StopBgp(ctx, &api.StopBgpRequest{})
-	stopWatch()
+	// Stop closes each session with a Cease and stops BFD; it logs its
+	// own failure. StopBgp before it would make it log "failed to stop
+	// BGP server: not running" at every stop.
 	s.Stop()
-	return err
+	stopWatch()
+	return nil
 }
