@@ -15,6 +15,14 @@ import (
 type decoder struct {
 	rep *reporter
 	cfg *Config
+	// The model's virtual and real servers, and the lists of a virtual
+	// server's real servers, come from slabs (see slab); vsReals are the
+	// places left for the real servers of the virtual server being
+	// decoded.
+	virtualServers slab[VirtualServer]
+	realServers    slab[RealServer]
+	realServerList slab[*RealServer]
+	vsReals        []RealServer
 	// names holds the names declared per kind of block, valid or not, so
 	// that a reference to a block that had its own error is not reported
 	// again as a reference to nothing.
@@ -534,3 +542,25 @@ func boolKey[T any](field func(*T) *bool, set func(*T) *map[string]Pos) func(*de
 func globalSet(g *Global) *map[string]Pos      { return &g.set }
 func instanceSet(in *Instance) *map[string]Pos { return &in.set }
 func rsSet(rs *RealServer) *map[string]Pos     { return &rs.set }
+
+// slab hands out pieces of arrays allocated a slabSize at a time. The
+// objects a configuration keeps then lie together, not one by one among
+// the parse's short-lived objects of their size classes, whose spans a
+// collection leaves mostly empty but resident, more so at each reload:
+// at 1,000 x 10 real servers, 3.78 MB of spans held 2.14 MB of model.
+// A piece lives as long as its slab; every piece is of the same model.
+type slab[T any] struct{ free []T }
+
+// slabSize is a slab's length in objects: one allocation of some tens of
+// kB, a span of its own.
+const slabSize = 128
+
+// take returns n zeroed objects, its length and capacity n.
+func (s *slab[T]) take(n int) []T {
+	if n > len(s.free) {
+		s.free = make([]T, max(n, slabSize))
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	return out
+}

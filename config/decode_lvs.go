@@ -146,7 +146,8 @@ func (d *decoder) virtualServer(n *Node) *VirtualServer {
 	if !d.needBlock(n) || !d.want(n, 1, 2) {
 		return nil
 	}
-	vs := &VirtualServer{Pos: n.Pos, timing: unsetTiming(), weight: 1, Quorum: 1}
+	vs := &d.virtualServers.take(1)[0]
+	*vs = VirtualServer{Pos: n.Pos, timing: unsetTiming(), weight: 1, Quorum: 1}
 	switch n.Args[0] {
 	case "fwmark":
 		if len(n.Args) != 2 {
@@ -172,7 +173,20 @@ func (d *decoder) virtualServer(n *Node) *VirtualServer {
 		vs.Addr = ap
 		vs.Family = family(ap.Addr())
 	}
+	// The virtual server's real servers, and its list of them, sized
+	// once from the decoder's slabs (see slab).
+	nrs := 0
+	for _, c := range n.Children {
+		if c.Keyword == "real_server" {
+			nrs++
+		}
+	}
+	if nrs > 0 {
+		d.vsReals = d.realServers.take(nrs)
+		vs.RealServers = d.realServerList.take(nrs)[:0]
+	}
 	walk(d, n, vsBlock, vs)
+	d.vsReals = nil
 	return vs
 }
 
@@ -415,7 +429,13 @@ func (d *decoder) realServer(n *Node) *RealServer {
 	if !ok {
 		return nil
 	}
-	rs := &RealServer{Pos: n.Pos, Addr: ap, Weight: -1, timing: unsetTiming()}
+	var rs *RealServer
+	if len(d.vsReals) > 0 {
+		rs, d.vsReals = &d.vsReals[0], d.vsReals[1:]
+	} else {
+		rs = new(RealServer)
+	}
+	*rs = RealServer{Pos: n.Pos, Addr: ap, Weight: -1, timing: unsetTiming()}
 	walk(d, n, rsBlock, rs)
 	for _, c := range n.Children {
 		if UnsupportedCheckers[c.Keyword] {

@@ -58,7 +58,13 @@ type LVS struct {
 	// sloppyOn: the setting was 1 at the last applySloppy.
 	sloppyOn map[string]bool
 
-	want    ipvs.Table // what the pools want, kept between changes
+	// wantOK: a full sync was tried since the last reload or drain, so
+	// a verdict programs its own pool's services alone; false before the
+	// first, after a reload or a drain (whose full sync is pending) and
+	// after a verdict's sync failed (the retry's full sync takes it). The
+	// wanted table itself is not kept between syncs (1.7 MB of live heap
+	// at 1,000 x 20): a verdict writes its pool's services afresh.
+	wantOK  bool
 	updates chan update
 
 	// Notify runs a quorum or real server notify script; it must not
@@ -76,11 +82,15 @@ type LVS struct {
 	// (what BGP announces on); it is called from Run's goroutine and must
 	// not block.
 	OnServing func([]Serving)
-	// AfterFirstSync, if set before Run, is called from Run's goroutine
-	// once, when the kernel first holds the wanted table: the start's
-	// work is done (the daemon returns the memory it used to the system
-	// then, releaseMemory). It must not block.
-	AfterFirstSync func()
+	// AfterFullSync, if set before Run, is called from Run's goroutine
+	// after each full sync that left the kernel holding the wanted
+	// table: the start's first sync, each resync (every Resync, which
+	// reads the whole table back) and the first after a Reload. Each
+	// leaves far more garbage than stays live (the dump's netlink
+	// messages, the decoded table replaced, the reload's parse); the
+	// daemon returns the free heap to the system then (releaseMemory).
+	// It must not block.
+	AfterFullSync func()
 
 	scripts   *script.Queue
 	ownQueue  bool // scripts is the LVS's own: its stop waits for them
@@ -94,6 +104,7 @@ type LVS struct {
 	ctl     chan func()             // run in Run's goroutine: reloads, drains, status
 	// reprogram asks Run for a full sync after a ctl function.
 	reprogram bool
+	reloaded  bool // a Reload's full sync is pending (AfterFullSync)
 	// syncdOK is false while the sync daemons are not as wanted: the
 	// resync tries again.
 	syncdOK bool
@@ -172,9 +183,7 @@ func NewLVS(cfg *config.Config, k Kernel, log *slog.Logger) (*LVS, error) {
 		// namespace's) keeps them.
 		l.Sysctls = s
 	}
-	for _, p := range pools {
-		l.states = append(l.states, p.InitialStates())
-	}
+	l.states = initialStates(pools)
 	runner := script.NewRunner(&cfg.Global)
 	l.scripts, l.ownQueue = script.NewQueue(log), true
 	l.Notify = func(s *config.Script) {
@@ -346,21 +355,19 @@ func (l *LVS) Run(ctx context.Context) error {
 			}
 			l.states[u.pool][u.rs] = u.st
 			l.advance(u.pool)
-			if first || l.want == nil {
+			if first || !l.wantOK {
 				continue // the pending full sync takes it
 			}
 			// Only this pool's services: a verdict costs the same
 			// whatever the size of the table.
 			p := l.pools[u.pool]
-			for _, k := range p.Keys {
-				delete(l.want, k)
-			}
-			p.Write(l.states[u.pool], l.drained, l.want)
-			if err := l.syncServices(p.Keys); err != nil {
+			want := make(ipvs.Table, len(p.Keys))
+			p.Write(l.states[u.pool], l.drained, want)
+			if err := l.syncServices(want, p.Keys); err != nil {
 				// The full sync of the retry takes it, with the backoff;
 				// until then verdicts only update the states.
 				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
-				l.want = nil
+				l.wantOK = false
 				retry.Reset(backoff)
 				backoff = min(2*backoff, l.RetryMax)
 				l.serving(false)
@@ -369,8 +376,8 @@ func (l *LVS) Run(ctx context.Context) error {
 			l.serving(true)
 		case <-retry.C:
 			began := time.Now()
-			l.want = l.Want()
-			res, err := l.rec.Sync(l.want)
+			l.wantOK = true
+			res, err := l.rec.Sync(l.Want())
 			l.count(len(res.Ops), err)
 			if err != nil {
 				l.log.Error("ipvs: programming the kernel failed; trying again", "in", backoff.String(), "err", err)
@@ -399,10 +406,11 @@ func (l *LVS) Run(ctx context.Context) error {
 				l.log.Info("ipvs: Maglev destinations put back in their order (the kernel's differed)",
 					"service", m.key.String(), "moved", m.moved)
 			}
+			if (res.Read || l.reloaded) && l.AfterFullSync != nil {
+				l.AfterFullSync()
+			}
+			l.reloaded = false
 			if first {
-				if l.AfterFirstSync != nil {
-					l.AfterFirstSync()
-				}
 				close(l.synced)
 				first = false
 			}

@@ -33,18 +33,34 @@ type Pool struct {
 }
 
 // NewPools makes a Pool per virtual server of cfg.
+//
+// The pools, and their keys, lie in one array each: what a director keeps
+// for as long as the configuration runs is then not spread among the
+// reload's short-lived objects of the same sizes, in spans a collection
+// leaves mostly empty but resident (TestReloadSpansDense).
 func NewPools(cfg *config.Config) ([]*Pool, error) {
-	var out []*Pool
-	for _, vs := range cfg.VirtualServers {
+	n := len(cfg.VirtualServers)
+	pools := make([]Pool, n)
+	keys := make([][]ipvs.ServiceKey, n)
+	nk := 0
+	for i, vs := range cfg.VirtualServers {
 		s, err := serviceOf(vs)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", vs.Pos, err)
 		}
-		keys, err := keysOf(cfg, vs)
-		if err != nil {
+		if keys[i], err = keysOf(cfg, vs); err != nil {
 			return nil, fmt.Errorf("%s: %w", vs.Pos, err)
 		}
-		out = append(out, &Pool{VS: vs, Keys: keys, service: s, init: true})
+		nk += len(keys[i])
+		pools[i] = Pool{VS: vs, service: s, init: true}
+	}
+	out := make([]*Pool, n)
+	all := make([]ipvs.ServiceKey, 0, nk)
+	for i := range pools {
+		from := len(all)
+		all = append(all, keys[i]...)
+		pools[i].Keys = all[from:len(all):len(all)]
+		out[i] = &pools[i]
 	}
 	return out, nil
 }
@@ -53,10 +69,31 @@ func NewPools(cfg *config.Config) ([]*Pool, error) {
 // alive unless alpha (or a checker-less real server, always alive).
 func (p *Pool) InitialStates() []RealState {
 	st := make([]RealState, len(p.VS.RealServers))
+	p.initialStates(st)
+	return st
+}
+
+func (p *Pool) initialStates(st []RealState) {
 	for i, rs := range p.VS.RealServers {
 		st[i] = RealState{Alive: !rs.Alpha || len(rs.Checkers) == 0, Weight: rs.Weight}
 	}
-	return st
+}
+
+// initialStates are the pools' InitialStates, in one array.
+func initialStates(pools []*Pool) [][]RealState {
+	n := 0
+	for _, p := range pools {
+		n += len(p.VS.RealServers)
+	}
+	all := make([]RealState, n)
+	out := make([][]RealState, len(pools))
+	for i, p := range pools {
+		k := len(p.VS.RealServers)
+		out[i] = all[:k:k]
+		p.initialStates(out[i])
+		all = all[k:]
+	}
+	return out
 }
 
 // QuorumUp tells whether the pool has its quorum.

@@ -62,8 +62,8 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 		for _, p := range l.pools {
 			old[poolID(p.VS)] = p
 		}
-		states := make([][]RealState, len(pools))
-		for i, p := range pools {
+		states := initialStates(pools)
+		for _, p := range pools {
 			if o := old[poolID(p.VS)]; o != nil && !o.init {
 				// keepalived's clear_diff_services copies
 				// quorum_state_up; clear_diff_s_srv keeps the sorry
@@ -72,7 +72,6 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 				os, ns := o.VS.SorryServer, p.VS.SorryServer
 				p.sorryIn = !o.quorumUp && os != nil && ns != nil && os.Addr == ns.Addr
 			}
-			states[i] = p.InitialStates()
 		}
 		for _, s := range seeds {
 			if s.Pool < len(states) && s.Real < len(states[s.Pool]) {
@@ -99,8 +98,9 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 		l.advanceAll()
 		l.gen++
 		gen = l.gen
-		l.want = nil
+		l.wantOK = false
 		l.reprogram = true
+		l.reloaded = true
 	})
 	if err != nil {
 		return 0, err
@@ -147,7 +147,7 @@ func (l *LVS) Drain(ctx context.Context, addr netip.AddrPort, on bool) error {
 		}
 		l.log.Info("real server drain", "real_server", addr.String(), "drained", on)
 		l.advanceAll()
-		l.want = nil
+		l.wantOK = false
 		l.reprogram = true
 	})
 	if err != nil {
@@ -159,9 +159,10 @@ func (l *LVS) Drain(ctx context.Context, addr netip.AddrPort, on bool) error {
 	return nil
 }
 
-// syncServices programs the services of one pool and counts what it did.
-func (l *LVS) syncServices(keys []ipvs.ServiceKey) error {
-	res, err := l.rec.SyncServices(l.want, keys)
+// syncServices programs the services keys of one pool as want has them,
+// and counts what it did.
+func (l *LVS) syncServices(want ipvs.Table, keys []ipvs.ServiceKey) error {
+	res, err := l.rec.SyncServices(want, keys)
 	l.count(len(res.Ops), err)
 	return err
 }

@@ -22,10 +22,59 @@ const tableBudget = 94
 // destination, measured with runtime.MemStats after a GC before and
 // after building it.
 func TestTableBytesPerDest(t *testing.T) {
-	const services, dests = 1000, 20
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	tb := bigTable()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(tb)
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (bigServices * bigDests)
+	t.Logf("%.0f bytes of live heap per destination", per)
+	if per > tableBudget {
+		t.Errorf("the table keeps %.0f bytes per destination, more than its budget of %d", per, tableBudget)
+	}
+}
+
+// emptyKernel holds nothing and takes every operation.
+type emptyKernel struct{}
+
+func (emptyKernel) Services() ([]Service, error)                   { return nil, nil }
+func (emptyKernel) Destinations(ServiceKey) ([]Destination, error) { return nil, nil }
+func (emptyKernel) Apply([]Op) error                               { return nil }
+
+// TestReconcilerBytesPerDest holds the reconciler's copy of the kernel's
+// table, as the start's first sync fills it from an empty kernel one
+// operation at a time, to the same budget as a table written at its size:
+// grown one destination at a time it kept 135 bytes per destination.
+func TestReconcilerBytesPerDest(t *testing.T) {
+	want := bigTable()
+	r := NewReconciler(emptyKernel{})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := r.Sync(want); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(want)
+	if n := len(r.have); n != bigServices {
+		t.Fatalf("the copy holds %d services, want %d", n, bigServices)
+	}
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (bigServices * bigDests)
+	t.Logf("%.0f bytes of live heap per destination", per)
+	if per > tableBudget {
+		t.Errorf("the reconciler's copy keeps %.0f bytes per destination, more than its budget of %d", per, tableBudget)
+	}
+}
+
+const bigServices, bigDests = 1000, 20
+
+// bigTable is 1,000 services x 20 destinations, written as the director
+// writes a pool and as a read of the kernel does (AddDests).
+func bigTable() Table {
+	const services, dests = bigServices, bigDests
 	tb := Table{}
 	for s := range services {
 		vs := tb.Add(Service{ServiceKey: AddrKey(TCP, netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(s >> 8), byte(s)}), 443)), Scheduler: "rr"})
@@ -34,15 +83,7 @@ func TestTableBytesPerDest(t *testing.T) {
 			n := s*dests + d
 			ds = append(ds, Destination{Addr: netip.AddrFrom4([4]byte{172, 16, byte(n >> 8), byte(n)}), Port: 443, Forward: Route, Weight: 1})
 		}
-		vs.AddDests(ds) // as the director writes a pool and reads the kernel
-
+		vs.AddDests(ds)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(tb)
-	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (services * dests)
-	t.Logf("%.0f bytes of live heap per destination", per)
-	if per > tableBudget {
-		t.Errorf("the table keeps %.0f bytes per destination, more than its budget of %d", per, tableBudget)
-	}
+	return tb
 }

@@ -100,8 +100,8 @@ func (r *Reconciler) sync(diff func() []Op) (Result, error) {
 		r.fresh = false
 		return res, err
 	}
+	r.have.PatchAll(res.Ops)
 	for i := range res.Ops {
-		r.have.Patch(&res.Ops[i])
 		if res.Ops[i].Kind == DelService {
 			// Gone from the configuration and from the kernel: a service
 			// of that key made later by someone else is theirs.

@@ -250,6 +250,18 @@ func Diff(want, have Table, owned func(ServiceKey) bool) []Op {
 	// but a comparison; only the operations found are sorted.
 	var adds, dests, dels, svcDels []Op
 	var ordered map[ServiceKey][]Op
+	// The services have lacks are all added, with their destinations:
+	// at the start that is the whole table (11,000 operations of 248
+	// bytes for 1,000 x 10), which appended one by one were copied over
+	// and over as the slices doubled.
+	var newSvcs, newDests int
+	for k, w := range want {
+		if _, ok := have[k]; !ok && !Ordered(&w.Service) {
+			newSvcs++
+			newDests += len(w.dests)
+		}
+	}
+	adds, dests = make([]Op, 0, newSvcs), make([]Op, 0, newDests)
 	for k, w := range want {
 		h, ok := have[k]
 		if Ordered(&w.Service) {
@@ -441,6 +453,35 @@ func countAdds(ops []Op, k ServiceKey) int {
 func compareOps(a, b Op) int {
 	return cmp.Or(CompareKeys(a.Service.ServiceKey, b.Service.ServiceKey),
 		a.Dest.Addr.Compare(b.Dest.Addr), cmp.Compare(a.Dest.Port, b.Dest.Port))
+}
+
+// PatchAll applies ops that succeeded to a table, in their order, as
+// Patch does each. A service's destinations grow once, by the number of
+// destinations the ops add to it, before its first: one at a time they
+// grew by doubling, and a table the start filled (1,000 x 20) kept 135
+// bytes per destination where one written at its size keeps 85.
+func (t Table) PatchAll(ops []Op) {
+	var adds map[ServiceKey]int
+	for i := range ops {
+		if ops[i].Kind == AddDest {
+			if adds == nil {
+				adds = make(map[ServiceKey]int)
+			}
+			adds[ops[i].Service.ServiceKey]++
+		}
+	}
+	for i := range ops {
+		o := &ops[i]
+		if o.Kind == AddDest {
+			if n := adds[o.Service.ServiceKey]; n > 1 {
+				if vs, ok := t[o.Service.ServiceKey]; ok {
+					vs.dests = slices.Grow(vs.dests, n)
+				}
+				delete(adds, o.Service.ServiceKey)
+			}
+		}
+		t.Patch(o)
+	}
 }
 
 // Patch applies ops that succeeded to a table, so that it stays a true

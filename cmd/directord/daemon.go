@@ -455,7 +455,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		return fmt.Errorf("virtual servers: %w", err)
 	}
 	lvs.KeepOnStop = d.o.keepIPVS
-	lvs.AfterFirstSync = releaseMemory
+	lvs.AfterFullSync = releaseMemory
 	if opts != nil {
 		// sloppy_tcp and sloppy_sctp are the IPVS namespace's.
 		lvs.Sysctls = director.NamespaceSysctls(opts.NetNS)
@@ -715,6 +715,9 @@ func (d *daemon) reload() error {
 	}
 	d.reloading.Store(time.Now().UnixNano())
 	err := d.reloadLocked()
+	// Now that the old configuration, checks and node are dropped; and
+	// again once the data plane's sync of the reload is over
+	// (LVS.AfterFullSync), which may come before or after this.
 	releaseMemory()
 	d.publish()
 	d.reloading.Store(0)

@@ -87,12 +87,16 @@ func cpu(pid int) time.Duration {
 }
 
 // rss is the resident memory of a process and its children, in MB.
-func rss(pid int) float64 {
+func rss(pid int) float64 { return statusMB(pid, "VmRSS:") }
+
+// statusMB sums field (VmRSS:, RssFile: ...) of /proc/PID/status over
+// pid and its descendants, in MB.
+func statusMB(pid int, field string) float64 {
 	var kb int64
 	for _, p := range family(pid) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			if v, ok := strings.CutPrefix(l, field); ok {
 				n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
 				kb += n
 			}
