@@ -227,8 +227,8 @@ func TestActiveActive(t *testing.T) {
 		early := Count(res, StartedIn(changed, converged))
 		late := Count(res, StartedIn(converged, time.Time{}))
 		n, reqs, first := ch.broken()
-		t.Logf("router converged %v after the change; new connections begun before: %v (first failure: %v); after: %v; long-lived: %d of %d broken or moved, %d requests so far;%s",
-			took.Round(time.Millisecond), early, early.FirstError, late, n, activeConns, reqs, machine(l, changed, time.Time{}, margin))
+		t.Logf("router converged %v after the change; new connections begun before: %v (first failure: %v); after: %v; long-lived: %d of %d broken or moved, %d requests so far, %d answers waited for again while the client starved;%s",
+			took.Round(time.Millisecond), early, early.FirstError, late, n, activeConns, reqs, waited(conns), machine(l, changed, time.Time{}, margin))
 		if late.Failed != 0 {
 			t.Errorf("%d new connections begun after the router converged failed; the first: %v%s%s", late.Failed, late.FirstError, machine(l, changed, time.Time{}, margin), late.Describe())
 		}

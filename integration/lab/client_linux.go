@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -135,12 +137,12 @@ func dialFrom(ns *nstest.NS, port uint16, addr netip.AddrPort, deadline time.Tim
 
 // request sends GET / and returns the answer's body: the real server's
 // name.
-func request(c net.Conn, r *bufio.Reader, closing bool) (string, error) {
+func request(w io.Writer, r *bufio.Reader, closing bool) (string, error) {
 	hdr := ""
 	if closing {
 		hdr = "Connection: close\r\n"
 	}
-	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n%s\r\n", ServerName, hdr); err != nil {
+	if _, err := fmt.Fprintf(w, "GET / HTTP/1.1\r\nHost: %s\r\n%s\r\n", ServerName, hdr); err != nil {
 		return "", err
 	}
 	resp, err := http.ReadResponse(r, nil)
@@ -164,6 +166,7 @@ func request(c net.Conn, r *bufio.Reader, closing bool) (string, error) {
 type Conn struct {
 	c      *tls.Conn
 	r      *bufio.Reader
+	p      *patientReader
 	Server string // the real server behind it, from its first answer
 }
 
@@ -173,7 +176,8 @@ func (l *Lab) Dial() (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{c: tc, r: bufio.NewReader(tc)}
+	c := &Conn{c: tc, p: &patientReader{c: tc, withheld: l.Starve.Withheld, now: time.Now}}
+	c.r = bufio.NewReader(c.p)
 	if c.Server, err = c.Get(); err != nil {
 		tc.Close()
 		return nil, err
@@ -182,10 +186,63 @@ func (l *Lab) Dial() (*Conn, error) {
 }
 
 // Get sends a request on the connection and returns who answered; TCP
-// retransmits meanwhile if the path is down.
+// retransmits meanwhile if the path is down. The answer is waited for
+// RequestTimeout, and again while the machine starves the client
+// (patientReader).
 func (c *Conn) Get() (string, error) {
-	c.c.SetDeadline(time.Now().Add(RequestTimeout))
+	now := c.p.now()
+	c.p.since, c.p.waits = now, 0
+	c.c.SetDeadline(now.Add(RequestTimeout))
 	return request(c.c, c.r, false)
+}
+
+// Waited is how many times the connection's answers were waited for
+// again because the machine had starved the client: a figure for the
+// log, as a starved wait is neither a failure nor a success.
+func (c *Conn) Waited() int { return int(c.p.waited.Load()) }
+
+// maxWaits bounds the waits one answer is given after its first, so that
+// a machine that never lets the client run still ends the test.
+const maxWaits = 3
+
+// patientReader reads a long-lived connection's answers. A read that
+// times out when the machine has withheld all but less than Unstarved
+// of the wait (the rule of Result.Starved) is given another
+// RequestTimeout, up to maxWaits times for one answer: the client was
+// not given the time to read, and the connection is judged once it is.
+// A timeout while the client had the time, a reset or a wrong answer
+// ends the request as before. It waits below HTTP's parser, so a read
+// tried again loses nothing, and TLS keeps a connection usable after a
+// read's time-out (a write's would not be, but the request is written
+// at once, under a fresh deadline).
+type patientReader struct {
+	c interface {
+		io.Reader
+		SetReadDeadline(time.Time) error
+	}
+	withheld func(from, to time.Time) time.Duration // the lab's meter
+	now      func() time.Time
+	since    time.Time // this wait's start
+	waits    int       // the waits this answer was given again
+	waited   atomic.Int32
+}
+
+func (p *patientReader) Read(b []byte) (int, error) {
+	for {
+		n, err := p.c.Read(b)
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || p.waits >= maxWaits {
+			return n, err
+		}
+		now := p.now()
+		r := Result{Start: p.since, End: now, Err: err, Withheld: p.withheld(p.since, now)}
+		if !r.Starved() {
+			return n, err
+		}
+		p.waits++
+		p.waited.Add(1)
+		p.since = now
+		p.c.SetReadDeadline(now.Add(RequestTimeout))
+	}
 }
 
 // ClientPort is the connection's port on the client.

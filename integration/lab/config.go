@@ -43,6 +43,12 @@ const (
 	// included: long enough for TCP's SYN retransmissions (at 1, 3 and 7
 	// s) to outlast a failover, as a browser would wait.
 	RequestTimeout = 10 * time.Second
+	// Unstarved is the least of the machine a failed request must have
+	// had, its window less what the machine withheld, for the failure
+	// to be counted against the product: the same second the lab's
+	// bounds allow a stall of the guest. A request that ran for less
+	// than that in all was not given the time to be answered.
+	Unstarved = time.Second
 )
 
 //go:embed lab.conf.tmpl

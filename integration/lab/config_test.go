@@ -155,7 +155,8 @@ func TestCount(t *testing.T) {
 }
 
 // TestStarvedRequests: a failed request is the machine's (starved) only
-// when the machine withheld more than RequestTimeout of its own window;
+// when the machine withheld more than RequestTimeout of its own window,
+// or all of the timeout and of the window but less than Unstarved;
 // every other failure is counted as failed, however much was withheld,
 // and an answered request is answered whatever the meter says.
 func TestStarvedRequests(t *testing.T) {
@@ -180,6 +181,14 @@ func TestStarvedRequests(t *testing.T) {
 			"1 requests, 1 failed"},
 		{"failed, withheld beyond the timeout", Result{Start: t0, End: end, Err: timeout, Withheld: RequestTimeout + time.Millisecond}, true,
 			"1 requests, 0 failed, 1 starved"},
+		{"failed at its deadline, all but 80 ms withheld", Result{Start: t0, End: t0.Add(RequestTimeout + 80*time.Millisecond), Err: timeout, Withheld: RequestTimeout}, true,
+			"1 requests, 0 failed, 1 starved"},
+		{"failed at its deadline, given just the second", Result{Start: t0, End: t0.Add(RequestTimeout), Err: timeout, Withheld: RequestTimeout - Unstarved}, false,
+			"1 requests, 1 failed"},
+		{"failed, withheld 9.5 s of a 12 s window", Result{Start: t0, End: end, Err: timeout, Withheld: RequestTimeout - Unstarved/2}, false,
+			"1 requests, 1 failed"},
+		{"refused at once, nothing withheld", Result{Start: t0, End: t0.Add(time.Millisecond), Err: syscall.ECONNREFUSED}, false,
+			"1 requests, 1 failed"},
 		{"refused, withheld beyond the timeout", Result{Start: t0, End: end, Err: syscall.ECONNREFUSED, Withheld: RequestTimeout + time.Second}, true,
 			"1 requests, 0 failed, 1 starved"},
 	} {

@@ -298,7 +298,7 @@ func TestMasterKilled(t *testing.T) {
 			}
 
 			survived := getAll(conns)
-			t.Logf("%d of %d established connections survived;%s", survived, n, machine(l, dialed, time.Time{}, margin))
+			t.Logf("%d of %d established connections survived (answers waited for again while the client starved: %d);%s", survived, n, waited(conns), machine(l, dialed, time.Time{}, margin))
 			if survived*100 < 99*n {
 				t.Errorf("%d of %d established connections survived, want at least 99%%%s", survived, n, machine(l, dialed, time.Time{}, margin))
 			}
@@ -361,6 +361,16 @@ func getAll(conns []*Conn) int {
 	}
 	wg.Wait()
 	return int(ok.Load())
+}
+
+// waited is how many answers on conns were waited for again because the
+// machine had starved the client (Conn.Waited), for the log.
+func waited(conns []*Conn) int {
+	n := 0
+	for _, c := range conns {
+		n += c.Waited()
+	}
+	return n
 }
 
 // TestPartitionHeals: the directors cut off from each other (but not from
