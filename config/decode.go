@@ -41,6 +41,9 @@ type decoder struct {
 	// kinds holds one DifferenceKind per block and keyword, shared by
 	// the file's uses of it.
 	kinds map[[2]string]*DifferenceKind
+	// checks shares the url and HTTP parts of checkers written alike
+	// (intern.go).
+	checks checkShare
 }
 
 func (d *decoder) differenceKind(block, keyword, how string) *DifferenceKind {

@@ -510,6 +510,9 @@ func checkerKey(typ CheckerType, b *block[Checker]) func(*decoder, *Node, *RealS
 			}
 			return
 		}
+		if c.HTTP != nil {
+			c.HTTP = d.checks.http(*c.HTTP)
+		}
 		rs.Checkers = append(rs.Checkers, c)
 	}
 }
@@ -862,7 +865,7 @@ var httpCheckBlock = &block[Checker]{
 				return
 			}
 			d.want(n, 0, 0)
-			u := &URL{Pos: n.Pos}
+			u := &URL{}
 			walk(d, n, urlBlock, u)
 			if u.Path == "" {
 				if !hasChild(n, "path") {
@@ -874,7 +877,7 @@ var httpCheckBlock = &block[Checker]{
 				u.StatusCodes = []StatusRange{{200, 299}}
 			}
 			d.compileRegex(u)
-			c.HTTP.URLs = append(c.HTTP.URLs, u)
+			c.HTTP.URLs = append(c.HTTP.URLs, d.checks.url(u))
 		},
 	}),
 }

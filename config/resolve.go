@@ -611,8 +611,11 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 			c.Alpha = *c.alpha
 		}
 		if c.HTTP != nil {
-			c.HTTP.SNIVirtualHost = pickStr(c.HTTP.VirtualHost, vs.VirtualHost)
-			c.HTTP.VirtualHost = pickStr(c.HTTP.VirtualHost, pickStr(rs.VirtualHost, vs.VirtualHost))
+			// c.HTTP may be shared (intern.go): resolved as a copy.
+			h := *c.HTTP
+			h.SNIVirtualHost = pickStr(h.VirtualHost, vs.VirtualHost)
+			h.VirtualHost = pickStr(h.VirtualHost, pickStr(rs.VirtualHost, vs.VirtualHost))
+			c.HTTP = d.checks.http(h)
 		}
 		if c.Misc != nil && c.Misc.Timeout == 0 {
 			c.Misc.Timeout = vs.DelayLoop
