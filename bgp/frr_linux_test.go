@@ -418,17 +418,31 @@ func alive(pid int) bool {
 
 func (l *lan) neighbor(t nstest.TB, a netip.Addr) frrtest.Neighbor { return l.frr.Neighbor(a) }
 
-// TestFRRBFD: with BFD (100 ms x 3 on both sides), a director's cable cut
-// takes its route away within BFD's detection time, not the hold time's:
-// the router's BFD session went down and reset the BGP session before a
-// hold timer could have expired.
+// TestFRRBFD: with BFD (100 ms x 3 on both sides), each director's BGP
+// session comes up once, BFD with it: FRR 8.4 remakes its BFD session
+// when the BGP session is Established (bgp/gobgp's bfdFollow), and a
+// BFD session that was Up before it took the new BGP session down,
+// Cease/BFD Down from the router or "BFD is down" from the director,
+// at every start. Then a director's cable cut takes its route away
+// within BFD's detection time, not the hold time's: the router's BFD
+// session went down and reset the BGP session before a hold timer
+// could have expired.
 func TestFRRBFD(t *testing.T) {
 	l := newLAN(t, 2, " receive-interval 100\n transmit-interval 100\n detect-multiplier 3")
-	d0 := l.startAll(t, "1", "100 3")[0]
-	nstest.WaitFor(t, 10*time.Second, "BFD up on both sides", func() bool {
-		st := d0.status()
-		return st.Neighbors[0].BFD == "up" && l.neighbor(t, directorAddr(0)).BFD.Status == "Up"
-	})
+	ds := l.startAll(t, "1", "100 3")
+	for i, d := range ds {
+		nstest.WaitFor(t, 10*time.Second, fmt.Sprintf("director %d: BFD up on both sides", i), func() bool {
+			st := d.status()
+			return st.Neighbors[0].BFD == "up" && l.neighbor(t, directorAddr(i)).BFD.Status == "Up"
+		})
+		// The flap came as the session was Established (the router's
+		// reset) or a detection time later (the director's): by the time
+		// both sides' BFD is Up, a flapped session has been up twice.
+		if n := l.neighbor(t, directorAddr(i)); n.Established != 1 || n.Dropped != 0 {
+			t.Errorf("director %d: the router's session was established %d times and dropped %d (last %q); want once and never",
+				i, n.Established, n.Dropped, n.LastNotification)
+		}
+	}
 	start := time.Now()
 	l.cut(t, 0)
 	gone := l.frr.WaitNextHops(10*time.Second, vip, directorAddr(1))

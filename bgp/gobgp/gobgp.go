@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -47,6 +48,17 @@ type GoBGP struct {
 	// attributes (communities, med, local_pref).
 	policies   bool
 	lastPolicy string
+
+	// BFD follows its BGP session (bfdFollow): bfdOn holds the neighbors
+	// whose BFD is running (under mu); established, under estMu, the
+	// sessions the watch last saw Established; kick wakes the goroutine
+	// that brings the first to the second.
+	bfdOn       map[netip.Addr]bool
+	estMu       sync.Mutex
+	established map[netip.Addr]bool
+	kick        chan struct{}
+	stopBFD     chan struct{}
+	bfdDone     chan struct{}
 }
 
 // New makes a speaker; it runs nothing before Start.
@@ -54,7 +66,8 @@ func New(log *slog.Logger) *GoBGP {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &GoBGP{log: log, neighbors: map[netip.Addr]*config.Neighbor{}, paths: map[netip.Prefix]*apiutil.Path{}}
+	return &GoBGP{log: log, neighbors: map[netip.Addr]*config.Neighbor{}, paths: map[netip.Prefix]*apiutil.Path{},
+		bfdOn: map[netip.Addr]bool{}, established: map[netip.Addr]bool{}, kick: make(chan struct{}, 1)}
 }
 
 // minLevel passes on the records at or above its level.
@@ -99,6 +112,8 @@ func (g *GoBGP) Start(ctx context.Context, cfg *config.BGP) error {
 	}
 	g.mu.Lock()
 	g.s, g.stopWatch, g.cfg = s, cancel, cfg
+	g.stopBFD, g.bfdDone = make(chan struct{}), make(chan struct{})
+	go g.bfdFollow(g.stopBFD, g.bfdDone)
 	g.mu.Unlock()
 	if err := g.Configure(ctx, cfg); err != nil {
 		g.Stop(ctx)
@@ -109,15 +124,78 @@ func (g *GoBGP) Start(ctx context.Context, cfg *config.BGP) error {
 }
 
 func (g *GoBGP) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
-	if ev.Type != apiutil.PEER_EVENT_STATE || g.OnSession == nil {
+	if ev.Type != apiutil.PEER_EVENT_STATE {
 		return
 	}
 	st := fsmState(ev.Peer.State.SessionState)
+	if a := ev.Peer.State.NeighborAddress; a.IsValid() {
+		g.estMu.Lock()
+		was := g.established[a]
+		g.established[a] = st == bgp.Established
+		g.estMu.Unlock()
+		if was != (st == bgp.Established) {
+			select {
+			case g.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if g.OnSession == nil {
+		return
+	}
 	reason := ""
 	if st != bgp.Established {
 		reason = disconnectReason(ev.Peer.State.DisconnectReason, ev.Peer.State.DisconnectMessage)
 	}
 	g.OnSession(bgp.SessionEvent{Neighbor: ev.Peer.State.NeighborAddress, State: st, Reason: reason})
+}
+
+// bfdFollow runs each neighbor's BFD only while its BGP session is
+// Established: turned on (UpdatePeer, which does not reset the session)
+// when the session comes up, off when it goes down, until stop.
+//
+// Why: a router's BFD session for a BGP neighbor may be made before the
+// BGP session, with no local address, and remade with the session's
+// local address and interface when BGP is Established, under a new
+// discriminator. FRR does so (bgp_peer_bfd_update_source; FRRouting/frr
+// issue 17337, Debian 12's 8.4.4 among the versions). Had our BFD come
+// Up with the first, FRR's bgpd reads the remade session's Down as a
+// failure and ends the new BGP session (Cease/BFD Down), and GoBGP,
+// which drops packets of a discriminator other than the one it has
+// bound (RFC 5880 6.8.6), lets its session expire and resets the BGP
+// session ("BFD is down"): every session came up twice, its routes
+// announced, withdrawn and announced again, at each start. With BFD
+// started after the session, there is no Up session to remake: both
+// sides begin theirs from Down. Junos, too, starts a BGP neighbor's
+// BFD once the session is up. BFD guards the routes the session
+// carries; while it is not Established there are none.
+func (g *GoBGP) bfdFollow(stop, done chan struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-g.kick:
+		}
+		g.estMu.Lock()
+		est := maps.Clone(g.established)
+		g.estMu.Unlock()
+		g.mu.Lock()
+		if g.s != nil {
+			for a, n := range g.neighbors {
+				if n.BFD == nil || g.bfdOn[a] == est[a] {
+					continue
+				}
+				_, err := g.s.UpdatePeer(context.Background(), &api.UpdatePeerRequest{Peer: peerOf(g.cfg, n, est[a])})
+				if err != nil {
+					g.log.Warn("bgp: BFD not turned on or off with its session", "neighbor", a.String(), "established", est[a], "err", err)
+					continue
+				}
+				g.bfdOn[a] = est[a]
+			}
+		}
+		g.mu.Unlock()
+	}
 }
 
 func fsmState(s gbgp.FSMState) bgp.SessionState {
@@ -170,6 +248,7 @@ func (g *GoBGP) Configure(ctx context.Context, cfg *config.BGP) error {
 			continue
 		}
 		delete(g.neighbors, a)
+		delete(g.bfdOn, a)
 	}
 	if err := g.exportPolicy(ctx, cfg); err != nil {
 		errs = append(errs, err)
@@ -178,17 +257,24 @@ func (g *GoBGP) Configure(ctx context.Context, cfg *config.BGP) error {
 		if _, ok := g.neighbors[n.Addr]; ok {
 			continue
 		}
-		if err := g.s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerOf(cfg, n)}); err != nil {
+		// Added with BFD off: bfdFollow turns it on once the session is
+		// up.
+		if err := g.s.AddPeer(ctx, &api.AddPeerRequest{Peer: peerOf(cfg, n, false)}); err != nil {
 			errs = append(errs, fmt.Errorf("bgp: add neighbor %s (%s): %w", n.Addr, n.Pos, err))
 			continue
 		}
 		g.neighbors[n.Addr] = n
 	}
 	g.cfg = cfg
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
 	return errors.Join(errs...)
 }
 
-func peerOf(cfg *config.BGP, n *config.Neighbor) *api.Peer {
+// peerOf is n as GoBGP's peer, with n's BFD running when bfd is true.
+func peerOf(cfg *config.BGP, n *config.Neighbor, bfd bool) *api.Peer {
 	hold := uint64(n.HoldTime / time.Second)
 	p := &api.Peer{
 		Conf: &api.PeerConf{NeighborAddress: n.Addr.String(), PeerAsn: n.RemoteAS, AuthPassword: n.Password},
@@ -211,7 +297,7 @@ func peerOf(cfg *config.BGP, n *config.Neighbor) *api.Peer {
 	}
 	if b := n.BFD; b != nil {
 		us := uint32(b.Interval / time.Microsecond)
-		p.Bfd = &api.BfdPeerConfig{Enabled: true, DesiredMinimumTxInterval: us, RequiredMinimumReceive: us, DetectionMultiplier: uint32(b.Multiplier)}
+		p.Bfd = &api.BfdPeerConfig{Enabled: bfd, DesiredMinimumTxInterval: us, RequiredMinimumReceive: us, DetectionMultiplier: uint32(b.Multiplier)}
 	}
 	afi := api.Family_AFI_IP
 	if n.Addr.Is6() {
@@ -352,6 +438,10 @@ func (g *GoBGP) Withdraw(ctx context.Context, p netip.Prefix) error {
 func (g *GoBGP) Neighbors(ctx context.Context) ([]bgp.NeighborStatus, error) {
 	g.mu.Lock()
 	s := g.s
+	withBFD := map[netip.Addr]bool{}
+	for a, n := range g.neighbors {
+		withBFD[a] = n.BFD != nil
+	}
 	g.mu.Unlock()
 	if s == nil {
 		return nil, nil
@@ -365,8 +455,12 @@ func (g *GoBGP) Neighbors(ctx context.Context) ([]bgp.NeighborStatus, error) {
 		}
 		if st := p.State; st != nil {
 			ns.State = bgp.SessionState(max(0, int(st.SessionState)-1))
-			if st.BfdState != nil && p.Bfd != nil && p.Bfd.Enabled {
+			switch {
+			case st.BfdState != nil && p.Bfd != nil && p.Bfd.Enabled:
 				ns.BFD = bfdState(st.BfdState.SessionState)
+			case withBFD[ns.Addr]:
+				// Not running before the session is up (bfdFollow).
+				ns.BFD = "down"
 			}
 		}
 		if ns.State == bgp.Established && p.Timers != nil && p.Timers.State != nil && p.Timers.State.Uptime != nil {
@@ -397,8 +491,9 @@ func bfdState(s api.BfdSessionState) string {
 // Stop closes the sessions and stops the server.
 func (g *GoBGP) Stop(context.Context) error {
 	g.mu.Lock()
-	s, stopWatch := g.s, g.stopWatch
-	g.s, g.stopWatch = nil, nil
+	s, stopWatch, stopBFD, bfdDone := g.s, g.stopWatch, g.stopBFD, g.bfdDone
+	g.s, g.stopWatch, g.stopBFD, g.bfdDone = nil, nil, nil, nil
+	g.bfdOn = map[netip.Addr]bool{}
 	g.paths = map[netip.Prefix]*apiutil.Path{}
 	g.neighbors = map[netip.Addr]*config.Neighbor{}
 	g.policies = false
@@ -406,10 +501,15 @@ func (g *GoBGP) Stop(context.Context) error {
 	if s == nil {
 		return nil
 	}
+	close(stopBFD)
+	<-bfdDone
 	// Stop closes each session with a Cease and stops BFD; it logs its
 	// own failure. StopBgp before it would make it log "failed to stop
 	// BGP server: not running" at every stop.
 	s.Stop()
 	stopWatch()
+	g.estMu.Lock()
+	clear(g.established)
+	g.estMu.Unlock()
 	return nil
 }

@@ -4,10 +4,18 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	gbgp "github.com/osrg/gobgp/v4/pkg/packet/bgp"
+
+	"github.com/directord/directord/bgp"
 	"github.com/directord/directord/config"
 )
 
@@ -90,4 +98,70 @@ func TestMinLevel(t *testing.T) {
 	if out := b.String(); strings.Contains(out, "Add a peer") || !strings.Contains(out, "failed to add BFD peer") || !strings.Contains(out, "component=gobgp") {
 		t.Errorf("logged:\n%s", out)
 	}
+}
+
+// TestBFDFollowsSession: a neighbor with BFD is added with GoBGP's BFD
+// off, shown "down"; its session seen Established turns it on, seen
+// down turns it off again (bfdFollow). The events are given by hand:
+// the neighbor, on loopback, never answers.
+func TestBFDFollowsSession(t *testing.T) {
+	ctx := context.Background()
+	a := netip.MustParseAddr("127.0.0.2")
+	n := &config.Neighbor{Addr: a, RemoteAS: 65000, HoldTime: config.DefaultHoldTime, Port: 1, Passive: true,
+		BFD: &config.BFD{Interval: 100 * time.Millisecond, Multiplier: 3}}
+	g := New(nil)
+	// The real session's own events are waited out first: passive, with
+	// nothing connecting, it goes Active and stays.
+	active := make(chan struct{})
+	var once sync.Once
+	g.OnSession = func(e bgp.SessionEvent) {
+		if e.State == bgp.Active {
+			once.Do(func() { close(active) })
+		}
+	}
+	if err := g.Start(ctx, &config.BGP{LocalAS: 65010, RouterID: netip.MustParseAddr("192.0.2.1"), ListenPort: -1,
+		Neighbors: []*config.Neighbor{n}}); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop(ctx)
+	enabled := func() bool {
+		t.Helper()
+		on := false
+		if err := g.s.ListPeer(ctx, &api.ListPeerRequest{Address: a.String()}, func(p *api.Peer) {
+			on = p.Bfd != nil && p.Bfd.Enabled
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return on
+	}
+	select {
+	case <-active:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the passive session not Active within 30s")
+	}
+	if enabled() {
+		t.Errorf("BFD on before the session is up")
+	}
+	if ns, _ := g.Neighbors(ctx); len(ns) != 1 || ns[0].BFD != "down" {
+		t.Errorf("neighbors %+v, want one with BFD down", ns)
+	}
+	event := func(st gbgp.FSMState) {
+		g.peerEvent(&apiutil.WatchEventMessage_PeerEvent{Type: apiutil.PEER_EVENT_STATE,
+			Peer: apiutil.Peer{State: apiutil.PeerState{NeighborAddress: a, SessionState: st}}}, time.Time{})
+	}
+	// bfdFollow acts on its own goroutine: waited for, within a bound a
+	// busy machine cannot reach (it is one UpdatePeer).
+	waitBFD := func(want bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); enabled() != want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("BFD on: %v, want %v", !want, want)
+			}
+			runtime.Gosched()
+		}
+	}
+	event(gbgp.BGP_FSM_ESTABLISHED)
+	waitBFD(true)
+	event(gbgp.BGP_FSM_IDLE)
+	waitBFD(false)
 }
