@@ -287,7 +287,7 @@ func (r *results) rows() []row {
 	x = r.pair("the same reload: CPU", "DaemonsBesideKeepalived/table/directord", "reload-cpu-s", "DaemonsBesideKeepalived/table/keepalived", "reload-cpu-s", "keepalived", "s", 1)
 	x.guest = true
 	add(x)
-	idleWhy := "the Go program's own resident pages (its binary and runtime) and the model's live heap, about 12 MB of each (see Memory)"
+	idleWhy := "not the program's pages, about keepalived's, but the anonymous memory: the live model, about 6 MB at this size, and the Go runtime's own (its metadata, the stacks, the heap's free room) (see Memory)"
 	x = r.pair("idle daemon holding 1,000 x 20 real servers, no checkers: memory (RSS, all processes)", "DaemonsBesideKeepalived/idle/directord", "rss-MB", "DaemonsBesideKeepalived/idle/keepalived", "rss-MB", "keepalived", "MB", 1)
 	x.guest = true
 	x.why = idleWhy
@@ -410,7 +410,7 @@ func (r *results) rows() []row {
 	x = r.pair("configuration: `-t` of 1,000 x 20 SSL_GET real servers, wall time", "ConfigCheck/directord", "s", "ConfigCheck/keepalived", "s", "`keepalived -t`", "s", 1)
 	add(x)
 	x = r.pair("the same: memory (max RSS)", "ConfigCheck/directord", "MB", "ConfigCheck/keepalived", "MB", "`keepalived -t`", "MB", 1)
-	x.why = "the resolved model, about 900 bytes a checked real server with every position kept for diagnostics, and the binary's own pages (see Configuration)"
+	x.why = "the resolved model, 523 bytes of live heap a checked real server (its real server and checker, every position kept for diagnostics), which the collector lets grow to twice that at the peak, and the binary's own pages (see Memory)"
 	r.ratioAtMost(&x, 1, "at most keepalived's")
 	add(x)
 	x = row{figure: "the same, loaded in-process (`go test -bench LoadLarge ./config`)", reference: "the aim"}
