@@ -832,7 +832,9 @@ var httpCheckBlock = &block[Checker]{
 	keys: mergeKeys(checkerTiming, checkerConnection, map[string]func(*decoder, *Node, *Checker){
 		"nb_get_retry": func(d *decoder, n *Node, c *Checker) {
 			if v, ok := d.integer(n, 0, 1<<31-1); ok {
-				d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as retry")
+				// keepalived reports it as a configuration error (-t
+				// exits 5) and reads it as retry.
+				d.rep.lenient(n.Pos, n.Keyword, "deprecated: read as retry, as keepalived does")
 				c.timing.retry = int(v)
 			}
 		},

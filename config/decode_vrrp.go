@@ -241,7 +241,9 @@ var authBlock = &block[Auth]{
 		"auth_pass": func(d *decoder, n *Node, a *Auth) {
 			if s, ok := d.str(n); ok {
 				if len(s) > 8 {
-					d.rep.warnf(n.Pos, n.Keyword, "only the first 8 characters are used, as in keepalived")
+					// keepalived reports it as a configuration error
+					// (-t exits 5) and runs past it.
+					d.rep.lenient(n.Pos, n.Keyword, "only the first 8 characters are used, as keepalived does")
 					s = s[:8]
 				}
 				a.Pass = s
@@ -334,7 +336,9 @@ var syncGroupBlock = &block[SyncGroup]{
 		},
 		"global_tracking": func(d *decoder, n *Node, g *SyncGroup) {
 			if v, ok := d.flag(n); ok {
-				d.rep.warnf(n.Pos, n.Keyword, "deprecated: read as sync_group_tracking_weight")
+				// keepalived reports it as a configuration error (-t
+				// exits 5) and reads it as sync_group_tracking_weight.
+				d.rep.lenient(n.Pos, n.Keyword, "deprecated: read as sync_group_tracking_weight, as keepalived does")
 				g.TrackingWeight = v
 			}
 		},
@@ -782,6 +786,18 @@ func (d *decoder) route(c *Node) (Route, bool) {
 	if r.Via.IsValid() && r.Via.Is4() && r.Dst.Addr().Is6() {
 		d.rep.errorf(c.Pos, c.Keyword, "an IPv6 route cannot go via the IPv4 address %s: netlink refuses it", r.Via)
 		return r, false
+	}
+	// keepalived's alloc_route, for a route it tracks (not no_track):
+	// another protocol is reset to its own, and one without dev is not
+	// tracked; each a configuration error it runs past (-t exits 5).
+	if !r.NoTrack {
+		if r.Protocol != "" && r.Protocol != "keepalived" && r.Protocol != "18" {
+			d.rep.lenient(c.Pos, c.Keyword, "route %s: protocol %s is set to keepalived, as keepalived does for a tracked route (no_track keeps it)", r.Dst, r.Protocol)
+			r.Protocol = ""
+		}
+		if r.Dev == "" {
+			d.rep.lenient(c.Pos, c.Keyword, "route %s has no dev: not tracked, as keepalived does", r.Dst)
+		}
 	}
 	return r, true
 }

@@ -236,6 +236,14 @@ func TestWildStrict(t *testing.T) {
 		"42-keepalived-1.1.19-smtp-check-lvs_id.conf": true, "48-neutron-l3-ha-ah.conf": true,
 		// A track_interface naming the instance's own interface.
 		"45-kube-keepalived-vip-lvs.conf": true, "53-netology-lvs-dr-sync-daemon.conf": true,
+		// An auth_pass of more than 8 characters, nb_get_retry, a route
+		// without dev: keepalived reports each and runs past it.
+		"02-octavia-amphora.conf": true, "08-vbernat-nat-gw-vmac-blackhole.conf": true,
+		"16-hetzner-robot-no-vip.conf": true, "18-cookeem-kubeadm-ha-apiserver.conf": true,
+		"19-openshift-ipfailover-generated.conf": true, "24-bi-vdc-oneline-track-script.conf": true,
+		"29-apisix-weight-neg.conf": true, "30-mesos-lvs-sync-garp.conf": true,
+		"35-dns-dr-notify-up-down.conf": true, "40-cephadm-ingress.conf": true,
+		"43-keepalived-1.1.19-vsgroup-nb_get_retry.conf": true, "49-openshift-onprem-api-ingress.conf": true,
 	}
 	for _, name := range wildFiles(t) {
 		_, diags := loadWild(t, name, Options{ConfigID: wildConfigID, Strict: true})
