@@ -544,7 +544,6 @@ func boolKey[T any](field func(*T) *bool, set func(*T) *map[string]Pos) func(*de
 
 func globalSet(g *Global) *map[string]Pos      { return &g.set }
 func instanceSet(in *Instance) *map[string]Pos { return &in.set }
-func rsSet(rs *RealServer) *map[string]Pos     { return &rs.set }
 
 // slab hands out pieces of arrays allocated a slabSize at a time. The
 // objects a configuration keeps then lie together, not one by one among

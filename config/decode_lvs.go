@@ -435,14 +435,26 @@ func (d *decoder) realServer(n *Node) *RealServer {
 	} else {
 		rs = new(RealServer)
 	}
-	*rs = RealServer{Pos: n.Pos, Addr: ap, Weight: -1, timing: unsetTiming()}
+	*rs = RealServer{Pos: n.Pos, Addr: ap, Weight: -1, timing: unsetRSTiming}
 	walk(d, n, rsBlock, rs)
 	for _, c := range n.Children {
 		if UnsupportedCheckers[c.Keyword] {
-			rs.Unchecked = append(rs.Unchecked, Unchecked{Type: c.Keyword, Pos: c.Pos})
+			rs.extra().Unchecked = append(rs.Unchecked(), Unchecked{Type: c.Keyword, Pos: c.Pos})
 		}
 	}
 	return rs
+}
+
+// rsFlag is the handler of a real server's keyword that takes no
+// argument or an optional <BOOL>, whose default depends on whether it
+// was given (bit).
+func rsFlag(field func(*RealServer) *bool, bit rsGiven) func(*decoder, *Node, *RealServer) {
+	return func(d *decoder, n *Node, rs *RealServer) {
+		if v, ok := d.flag(n); ok {
+			*field(rs) = v
+			rs.given |= bit
+		}
+	}
 }
 
 // UnsupportedCheckers are keepalived's checkers directord does not have.
@@ -462,7 +474,7 @@ func checkerKey(typ CheckerType, b *block[Checker]) func(*decoder, *Node, *RealS
 			return
 		}
 		d.want(n, 0, 0)
-		c := &Checker{Pos: n.Pos, Type: typ, timing: unsetTiming()}
+		c := &Checker{Pos: n.Pos, CheckerSpec: &CheckerSpec{Type: typ, timing: *unsetTiming()}}
 		switch typ {
 		case CheckHTTPGet, CheckSSLGet:
 			c.HTTP = &HTTPCheck{HTTPProtocol: "1.0"}
@@ -513,13 +525,16 @@ func checkerKey(typ CheckerType, b *block[Checker]) func(*decoder, *Node, *RealS
 		if c.HTTP != nil {
 			c.HTTP = d.checks.http(*c.HTTP)
 		}
+		// Shared from here on: a 1,000 x 20 file read alike holds one
+		// spec while it is decoded, not 20,000 (the -t peak).
+		c.CheckerSpec = d.checks.spec(*c.CheckerSpec)
 		rs.Checkers = append(rs.Checkers, c)
 	}
 }
 
 var rsBlock = &block[RealServer]{
 	name: "real_server",
-	keys: mergeKeys(timingKeys(func(rs *RealServer) *timing { return rs.timing }, 1),
+	keys: mergeKeys(timingKeys(rsTiming, 1),
 		map[string]func(*decoder, *Node, *RealServer){
 			"smtp_alert": func(d *decoder, n *Node, rs *RealServer) { rs.smtpAlert = d.tristate(n) },
 			"weight": func(d *decoder, n *Node, rs *RealServer) {
@@ -534,19 +549,19 @@ var rsBlock = &block[RealServer]{
 			},
 			"uthreshold": func(d *decoder, n *Node, rs *RealServer) {
 				if v, ok := d.integer(n, 0, 1<<32-1); ok {
-					rs.UThreshold = uint32(v)
+					rs.extra().UThreshold = uint32(v)
 				}
 			},
 			"lthreshold": func(d *decoder, n *Node, rs *RealServer) {
 				if v, ok := d.integer(n, 0, 1<<32-1); ok {
-					rs.LThreshold = uint32(v)
+					rs.extra().LThreshold = uint32(v)
 				}
 			},
-			"inhibit_on_failure": boolKey(func(rs *RealServer) *bool { return &rs.InhibitOnFailure }, rsSet),
-			"alpha":              boolKey(func(rs *RealServer) *bool { return &rs.Alpha }, rsSet),
-			"notify_up":          func(d *decoder, n *Node, rs *RealServer) { rs.NotifyUp = d.script(n) },
-			"notify_down":        func(d *decoder, n *Node, rs *RealServer) { rs.NotifyDown = d.script(n) },
-			"virtualhost":        func(d *decoder, n *Node, rs *RealServer) { rs.VirtualHost, _ = d.str(n) },
+			"inhibit_on_failure": rsFlag(func(rs *RealServer) *bool { return &rs.InhibitOnFailure }, givenInhibit),
+			"alpha":              rsFlag(func(rs *RealServer) *bool { return &rs.Alpha }, givenAlpha),
+			"notify_up":          func(d *decoder, n *Node, rs *RealServer) { rs.extra().NotifyUp = d.script(n) },
+			"notify_down":        func(d *decoder, n *Node, rs *RealServer) { rs.extra().NotifyDown = d.script(n) },
+			"virtualhost":        func(d *decoder, n *Node, rs *RealServer) { rs.extra().VirtualHost, _ = d.str(n) },
 			"HTTP_GET":           checkerKey(CheckHTTPGet, httpCheckBlock),
 			"SSL_GET":            checkerKey(CheckSSLGet, httpCheckBlock),
 			"TCP_CHECK":          checkerKey(CheckTCP, tcpCheckBlock),
@@ -563,11 +578,11 @@ var rsBlock = &block[RealServer]{
 
 // Checker blocks: every checker has the timings and alpha; all but
 // MISC_CHECK the connection options; HTTP_GET and SSL_GET their own.
-var checkerTiming = mergeKeys(timingKeys(func(c *Checker) *timing { return c.timing }, 0),
+var checkerTiming = mergeKeys(timingKeys(func(c *Checker) *timing { return &c.timing }, 0),
 	map[string]func(*decoder, *Node, *Checker){
 		"alpha": func(d *decoder, n *Node, c *Checker) {
 			if v, ok := d.flag(n); ok {
-				c.alpha = &v
+				c.alphaSet, c.alphaGiven = true, v
 			}
 		},
 		"log_all_failures": func(d *decoder, n *Node, c *Checker) { c.LogAllFailures, _ = d.flag(n) },
@@ -789,7 +804,7 @@ var smtpCheckBlock = &block[Checker]{
 var smtpHostBlock = &block[Checker]{
 	name: "host",
 	keys: mergeKeys(checkerConnection, map[string]func(*decoder, *Node, *Checker){
-		"connect_timeout": timingKeys(func(c *Checker) *timing { return c.timing }, 0)["connect_timeout"],
+		"connect_timeout": timingKeys(func(c *Checker) *timing { return &c.timing }, 0)["connect_timeout"],
 	}),
 }
 
@@ -806,9 +821,9 @@ func (d *decoder) smtpHosts(n *Node, c *Checker) []*Checker {
 			continue
 		}
 		d.want(k, 0, 0)
-		own := *c.timing
-		h := &Checker{Pos: k.Pos, Type: c.Type, timing: &own, alpha: c.alpha, LogAllFailures: c.LogAllFailures,
-			Rise: c.Rise, Fall: c.Fall, SMTP: &SMTPCheck{HELOName: c.SMTP.HELOName}}
+		h := &Checker{Pos: k.Pos, CheckerSpec: &CheckerSpec{Type: c.Type, timing: c.timing,
+			alphaSet: c.alphaSet, alphaGiven: c.alphaGiven, LogAllFailures: c.LogAllFailures,
+			Rise: c.Rise, Fall: c.Fall, SMTP: &SMTPCheck{HELOName: c.SMTP.HELOName}}}
 		h.timing.connectTimeout = -1
 		walk(d, k, smtpHostBlock, h)
 		if h.timing.connectTimeout < 0 {

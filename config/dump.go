@@ -66,6 +66,15 @@ func toJSONValue(v reflect.Value) any {
 				name = f.Name
 			}
 			fv := v.Field(i)
+			if f.Anonymous && tag == "" {
+				// An embedded struct's fields are its holder's, as
+				// encoding/json has them (Checker's CheckerSpec, a real
+				// server's RealServerExtra); nil adds none.
+				if inner, ok := toJSONValue(fv).(orderedMap); ok {
+					out = append(out, inner...)
+				}
+				continue
+			}
 			if (strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")) && fv.IsZero() {
 				continue
 			}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,12 @@ type checkShare struct {
 	urls  map[urlKey]*URL
 	index map[*URL]int // each shared URL's place, for httpKey
 	https map[httpKey]*HTTPCheck
+	// specs are the shared checker specs by their value's hash, each
+	// hash's specs (a collision is told apart by the whole value): a
+	// map keyed by the 240-byte value itself would hold a second copy
+	// of every spec no other checker shares.
+	specs map[uint64][]*CheckerSpec
+	seed  maphash.Seed
 }
 
 type urlKey struct {
@@ -86,5 +93,24 @@ func (s *checkShare) http(h HTTPCheck) *HTTPCheck {
 	}
 	p := &h
 	s.https[k] = p
+	return p
+}
+
+// spec returns the shared CheckerSpec of c's value, a copy of c the
+// first time. c's HTTP check, if any, is shared already (http); its
+// other checks' parts (Misc, UDP, DNS, SMTP) are each checker's own, so
+// a spec that has one is shared by no other checker.
+func (s *checkShare) spec(c CheckerSpec) *CheckerSpec {
+	if s.specs == nil {
+		s.specs, s.seed = map[uint64][]*CheckerSpec{}, maphash.MakeSeed()
+	}
+	h := maphash.Comparable(s.seed, c)
+	for _, v := range s.specs[h] {
+		if *v == c {
+			return v
+		}
+	}
+	p := &c
+	s.specs[h] = append(s.specs[h], p)
 	return p
 }

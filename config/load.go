@@ -84,12 +84,9 @@ func Load(path string, opts Options) (*Config, Diagnostics) {
 	d.resolve()
 	d.validate()
 	// Where each keyword was given served the diagnostics, now made: a
-	// map for each virtual and real server is not kept with the model.
+	// map for each virtual server is not kept with the model.
 	for _, vs := range cfg.VirtualServers {
 		vs.set = nil
-		for _, rs := range vs.RealServers {
-			rs.set = nil
-		}
 	}
 	rep.diags.sortStable(r.fileOrder)
 	return cfg, rep.diags

@@ -571,10 +571,10 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 	if rs.Method.Kind == MethodUnset {
 		rs.Method = vs.Method
 	}
-	if _, ok := rs.set["inhibit_on_failure"]; !ok {
+	if rs.given&givenInhibit == 0 {
 		rs.InhibitOnFailure = vs.InhibitOnFailure
 	}
-	if _, ok := rs.set["alpha"]; !ok {
+	if rs.given&givenAlpha == 0 {
 		rs.Alpha = vs.Alpha
 	}
 	if rs.Addr.Port() == 0 && vs.Addr.Port() != 0 {
@@ -587,7 +587,10 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 		d.rep.warnf(rs.Pos, "real_server", "%s of a fwmark virtual server has no port: %d cleared, as keepalived does (its checkers keep it)", rs.Method.Kind, rs.Addr.Port())
 		for _, c := range rs.Checkers {
 			if c.ConnectPort == 0 {
-				c.ConnectPort = rs.Addr.Port()
+				// c's spec may be shared (intern.go): changed as a copy.
+				sp := *c.CheckerSpec
+				sp.ConnectPort = rs.Addr.Port()
+				c.CheckerSpec = d.checks.spec(sp)
 			}
 		}
 		rs.Addr = netip.AddrPortFrom(rs.Addr.Addr(), 0)
@@ -598,28 +601,34 @@ func (d *decoder) resolveRS(vs *VirtualServer, rs *RealServer) {
 	}
 	vt, rt := *vs.timing, *rs.timing
 	for _, c := range rs.Checkers {
-		ct := *c.timing
-		c.timing = nil
-		retry, dbr := checkerDefaults(c.Type)
-		c.DelayLoop = pick(ct.delayLoop, pick(rt.delayLoop, vs.DelayLoop))
-		c.ConnectTimeout = pick(ct.connectTimeout, pick(rt.connectTimeout, vs.ConnectTimeout))
-		c.Retry = pickInt(ct.retry, rt.retry, vt.retry, retry)
-		c.DelayBeforeRetry = pick(ct.delayBeforeRetry, pick(rt.delayBeforeRetry, pick(vt.delayBeforeRetry, dbr)))
-		c.Warmup = pick(ct.warmup, pick(rt.warmup, pick(vt.warmup, c.DelayLoop)))
-		c.Alpha = rs.Alpha
-		if c.alpha != nil {
-			c.Alpha = *c.alpha
+		// c's spec may be shared (intern.go): resolved as a copy, shared
+		// in turn.
+		sp := *c.CheckerSpec
+		ct := sp.timing
+		retry, dbr := checkerDefaults(sp.Type)
+		sp.DelayLoop = pick(ct.delayLoop, pick(rt.delayLoop, vs.DelayLoop))
+		sp.ConnectTimeout = pick(ct.connectTimeout, pick(rt.connectTimeout, vs.ConnectTimeout))
+		sp.Retry = pickInt(ct.retry, rt.retry, vt.retry, retry)
+		sp.DelayBeforeRetry = pick(ct.delayBeforeRetry, pick(rt.delayBeforeRetry, pick(vt.delayBeforeRetry, dbr)))
+		sp.Warmup = pick(ct.warmup, pick(rt.warmup, pick(vt.warmup, sp.DelayLoop)))
+		sp.Alpha = rs.Alpha
+		if sp.alphaSet {
+			sp.Alpha = sp.alphaGiven
 		}
-		if c.HTTP != nil {
-			// c.HTTP may be shared (intern.go): resolved as a copy.
-			h := *c.HTTP
+		sp.timing, sp.alphaSet, sp.alphaGiven = timing{}, false, false
+		if sp.HTTP != nil {
+			// sp.HTTP may be shared too.
+			h := *sp.HTTP
 			h.SNIVirtualHost = pickStr(h.VirtualHost, vs.VirtualHost)
-			h.VirtualHost = pickStr(h.VirtualHost, pickStr(rs.VirtualHost, vs.VirtualHost))
-			c.HTTP = d.checks.http(h)
+			h.VirtualHost = pickStr(h.VirtualHost, pickStr(rs.VirtualHost(), vs.VirtualHost))
+			sp.HTTP = d.checks.http(h)
 		}
-		if c.Misc != nil && c.Misc.Timeout == 0 {
-			c.Misc.Timeout = vs.DelayLoop
+		if sp.Misc != nil && sp.Misc.Timeout == 0 {
+			m := *sp.Misc
+			m.Timeout = vs.DelayLoop
+			sp.Misc = &m
 		}
+		c.CheckerSpec = d.checks.spec(sp)
 	}
 }
 

@@ -248,8 +248,8 @@ func (d *decoder) validateLVS() {
 				continue
 			}
 			seen[rs.Addr] = rs.Pos
-			if rs.LThreshold > 0 && (rs.UThreshold == 0 || rs.LThreshold > rs.UThreshold) {
-				d.rep.errorf(rs.Pos, "lthreshold", "%d needs a uthreshold at least as high: the kernel refuses it", rs.LThreshold)
+			if lt, ut := rs.LThreshold(), rs.UThreshold(); lt > 0 && (ut == 0 || lt > ut) {
+				d.rep.errorf(rs.Pos, "lthreshold", "%d needs a uthreshold at least as high: the kernel refuses it", lt)
 			}
 			if rs.Method.Kind != TUN && family(rs.Addr.Addr()) != vs.Family {
 				d.rep.errorf(rs.Pos, "real_server", "%s is not an %s address; only tunnelled real servers may differ in family from the virtual server", rs.Addr.Addr(), vs.Family)

@@ -472,11 +472,11 @@ func (l *LVS) stop() error {
 			if g.LVSFlushOnStop == config.FlushNone && i < len(l.states) {
 				w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
 				for j, rs := range p.VS.RealServers {
-					if j >= len(l.states[i]) || rs.NotifyDown == nil {
+					if j >= len(l.states[i]) || rs.NotifyDown() == nil {
 						continue
 					}
 					if w.Reals[j].In && l.states[i][j].Alive {
-						l.Notify(rs.NotifyDown)
+						l.Notify(rs.NotifyDown())
 					}
 				}
 			}

@@ -128,7 +128,7 @@ func (p *Pool) Write(states []RealState, drained map[netip.AddrPort]bool, t ipvs
 		ds = ds[:0]
 		for i, rs := range p.VS.RealServers {
 			if pl := w.Reals[i]; pl.In {
-				d := destOf(portFor(rs.Addr, rs.Method, k), rs.Method, pl.Weight, rs.UThreshold, rs.LThreshold)
+				d := destOf(portFor(rs.Addr, rs.Method, k), rs.Method, pl.Weight, rs.UThreshold(), rs.LThreshold())
 				d.TableWeight = int32(pl.TableWeight)
 				ds = append(ds, d)
 			}

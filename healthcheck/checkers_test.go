@@ -171,7 +171,7 @@ func TestDNSProbeAsKeepalived(t *testing.T) {
 		{"closed port", closed, "", "SOA", Down, "answer: connection refused", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &config.Checker{Type: config.CheckDNS, ConnectTimeout: 300 * time.Millisecond, DNS: &config.DNSCheck{Type: tc.typ, Name: tc.dnsName}}
+			c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: config.CheckDNS, ConnectTimeout: 300 * time.Millisecond, DNS: &config.DNSCheck{Type: tc.typ, Name: tc.dnsName}}}
 			rs := &config.RealServer{Addr: tc.addr}
 			p, err := NewDNS(c, rs)
 			if err != nil {
@@ -286,7 +286,7 @@ func TestSMTPProbeAsKeepalived(t *testing.T) {
 func TestCheckerWithoutSettingsIsAnError(t *testing.T) {
 	for _, typ := range []config.CheckerType{config.CheckUDP, config.CheckDNS, config.CheckSMTP} {
 		cfg := &config.Config{VirtualServers: []*config.VirtualServer{{RealServers: []*config.RealServer{{
-			Addr: netip.MustParseAddrPort("127.0.0.1:53"), Checkers: []*config.Checker{{Type: typ}}}}}}}
+			Addr: netip.MustParseAddrPort("127.0.0.1:53"), Checkers: []*config.Checker{{CheckerSpec: &config.CheckerSpec{Type: typ}}}}}}}}
 		if _, err := New(cfg, func(Event) {}, nil); err == nil || !strings.Contains(err.Error(), typ.String()) {
 			t.Errorf("%s without settings: %v, want an error naming it", typ, err)
 		}

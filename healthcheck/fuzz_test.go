@@ -85,8 +85,8 @@ func FuzzHTTPAnswer(f *testing.F) {
 	f.Add([]byte("garbage\r\n\r\n"), false)
 	f.Fuzz(func(t *testing.T, answer []byte, digest bool) {
 		fuzztest.Bound(t)
-		c := &config.Checker{Type: config.CheckHTTPGet, ConnectTimeout: time.Second,
-			HTTP: &config.HTTPCheck{URLs: []*config.URL{fuzzURL(digest)}, HTTPProtocol: "1.1", ReuseConnection: time.Minute}}
+		c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: config.CheckHTTPGet, ConnectTimeout: time.Second,
+			HTTP: &config.HTTPCheck{URLs: []*config.URL{fuzzURL(digest)}, HTTPProtocol: "1.1", ReuseConnection: time.Minute}}}
 		p := mustHTTP(t, c, &config.RealServer{}, "")
 		res, ok, keep, _ := p.exchange(t.Context(), &answerConn{r: bytes.NewReader(answer)}, c.HTTP.URLs[0], "/", "h", time.Now())
 		if ok && res.Outcome == Down {

@@ -196,7 +196,7 @@ func newHTTP(c *config.Checker, rs *config.RealServer, ca string, share *tlsShar
 	h := c.HTTP
 	p := &HTTP{Target: t, URLs: h.URLs, Host: h.VirtualHost, reuse: h.ReuseConnection}
 	if p.Host == "" {
-		p.Host = rs.VirtualHost
+		p.Host = rs.VirtualHost()
 	}
 	if c.Type == config.CheckSSLGet {
 		if share == nil {

@@ -136,7 +136,7 @@ func checkerType(typ string) config.CheckerType {
 }
 
 func httpChecker(typ string, s *testServer, urls ...*config.URL) (*config.Checker, *config.RealServer) {
-	c := &config.Checker{Type: checkerType(typ), ConnectTimeout: 500 * time.Millisecond, HTTP: &config.HTTPCheck{URLs: urls}}
+	c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: checkerType(typ), ConnectTimeout: 500 * time.Millisecond, HTTP: &config.HTTPCheck{URLs: urls}}}
 	return c, &config.RealServer{Addr: s.addrPort()}
 }
 
@@ -285,8 +285,8 @@ func TestSSLTimeoutSaysWhereTheTimeWent(t *testing.T) {
 			t.Cleanup(func() { c.Close() }) // held, never answered
 		}
 	}()
-	c := &config.Checker{Type: config.CheckSSLGet, ConnectTimeout: 200 * time.Millisecond,
-		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/ok")}}}
+	c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: config.CheckSSLGet, ConnectTimeout: 200 * time.Millisecond,
+		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/ok")}}}}
 	p := mustHTTP(t, c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
 	r := probe(t, p)
 	re := regexp.MustCompile(`^TLS handshake: timed out \(connected in [0-9.]+[µm]?s, handshake [0-9.]+m?s\)$`)
@@ -374,7 +374,7 @@ func TestMiscProbe(t *testing.T) {
 		})
 	}
 	// enable_script_security refuses a script under /tmp.
-	c := &config.Checker{Type: config.CheckMisc, Misc: &config.MiscCheck{Script: sh("exit 0")}}
+	c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: config.CheckMisc, Misc: &config.MiscCheck{Script: sh("exit 0")}}}
 	if _, err := NewMisc(c, &config.Global{EnableScriptSecurity: true}); err == nil && os.Geteuid() == 0 {
 		t.Error("enable_script_security took a script under /tmp")
 	}
@@ -878,8 +878,8 @@ func rawServerProber(t *testing.T, serve func(net.Conn)) (*HTTP, *atomic.Int64) 
 			}()
 		}
 	}()
-	c := &config.Checker{Type: config.CheckHTTPGet, ConnectTimeout: 500 * time.Millisecond,
-		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}
+	c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: config.CheckHTTPGet, ConnectTimeout: 500 * time.Millisecond,
+		HTTP: &config.HTTPCheck{URLs: []*config.URL{url("/")}, ReuseConnection: time.Hour}}}
 	p := mustHTTP(t, c, &config.RealServer{Addr: netip.MustParseAddrPort(ln.Addr().String())}, "")
 	t.Cleanup(func() { p.Close() })
 	return p, conns

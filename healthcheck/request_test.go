@@ -130,7 +130,7 @@ func rawChecker(s *rawServer, urls ...*config.URL) (*config.Checker, *config.Rea
 // connect_timeout leaves a TLS handshake under -race on a loaded machine
 // its time (tests of timing set their own).
 func rawCheckerOf(typ string, s *rawServer, urls ...*config.URL) (*config.Checker, *config.RealServer) {
-	c := &config.Checker{Type: checkerType(typ), ConnectTimeout: 2 * time.Second, HTTP: &config.HTTPCheck{URLs: urls}}
+	c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: checkerType(typ), ConnectTimeout: 2 * time.Second, HTTP: &config.HTTPCheck{URLs: urls}}}
 	return c, &config.RealServer{Addr: s.addrPort()}
 }
 

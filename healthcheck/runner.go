@@ -271,7 +271,7 @@ func NewWith(cfg *config.Config, emit func(Event), log *slog.Logger, o Options) 
 		p.log = log.With("virtual_server", p.name)
 		r.pools = append(r.pools, p)
 		for ri, rs := range vs.RealServers {
-			for _, u := range rs.Unchecked {
+			for _, u := range rs.Unchecked() {
 				p.log.Warn("real server not checked by a checker directord does not have",
 					"real_server", rs.Addr.String(), "checker", u.Type, "at", u.Pos.String(), "always_alive", rs.AlwaysAlive())
 			}

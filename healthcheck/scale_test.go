@@ -105,10 +105,10 @@ func checks10k(b *testing.B, reuse time.Duration) {
 	for range 100 {
 		vs := &config.VirtualServer{}
 		for range 100 {
-			c := &config.Checker{Type: config.CheckSSLGet, ConnectTimeout: 2 * time.Second, Retry: 1,
+			c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: config.CheckSSLGet, ConnectTimeout: 2 * time.Second, Retry: 1,
 				DelayLoop: 2 * time.Second, DelayBeforeRetry: time.Second,
 				HTTP: &config.HTTPCheck{URLs: []*config.URL{{Path: "/healthz", StatusCodes: []config.StatusRange{{Min: 200, Max: 200}}}},
-					ReuseConnection: reuse}}
+					ReuseConnection: reuse}}}
 			vs.RealServers = append(vs.RealServers, &config.RealServer{Addr: addr, Weight: 1, Checkers: []*config.Checker{c}})
 		}
 		cfg.VirtualServers = append(cfg.VirtualServers, vs)

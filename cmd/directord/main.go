@@ -292,7 +292,7 @@ func writeSummary(w io.Writer, cfg *config.Config, diags config.Diagnostics) {
 	for _, vs := range cfg.VirtualServers {
 		some = some || vs.HASuspend && vs.Group != ""
 		for _, rs := range vs.RealServers {
-			some = some || len(rs.Unchecked) > 0
+			some = some || len(rs.Unchecked()) > 0
 		}
 	}
 	if some {
@@ -304,11 +304,11 @@ func writeSummary(w io.Writer, cfg *config.Config, diags config.Diagnostics) {
 			diff(fmt.Sprintf("virtual_server group %s (%s): ha_suspend runs its checks while an address of the group is on this host; keepalived's never match a group", vs.Group, vs.Pos))
 		}
 		for _, rs := range vs.RealServers {
-			if len(rs.Unchecked) == 0 {
+			if len(rs.Unchecked()) == 0 {
 				continue
 			}
 			var u []string
-			for _, c := range rs.Unchecked {
+			for _, c := range rs.Unchecked() {
 				u = append(u, c.String())
 			}
 			then := "checked only by its other checkers"

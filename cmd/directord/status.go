@@ -97,7 +97,7 @@ func (d *daemon) Status() control.Status {
 				cr := control.Real{Addr: r.Addr.String(), Alive: r.Alive, Drained: r.Drained,
 					Weight: r.Weight, EffectiveWeight: r.Effective, Checks: cs}
 				if ri < len(p.VS.RealServers) {
-					for _, u := range p.VS.RealServers[ri].Unchecked {
+					for _, u := range p.VS.RealServers[ri].Unchecked() {
 						cr.Unchecked = append(cr.Unchecked, u.String())
 					}
 				}

@@ -11,8 +11,8 @@ import (
 // (smtp.c, vrrp_notify.c, ipwrapper.c, check_*.c).
 func TestMessages(t *testing.T) {
 	vs := &config.VirtualServer{Addr: netip.MustParseAddrPort("192.0.2.100:443"), Protocol: config.TCP, Quorum: 3, Hysteresis: 1}
-	rs := &config.RealServer{Addr: netip.MustParseAddrPort("192.0.2.11:443"), Checkers: []*config.Checker{{Type: config.CheckTCP}}}
-	http := &config.RealServer{Addr: netip.MustParseAddrPort("[2001:db8::1]:80"), Checkers: []*config.Checker{{Type: config.CheckSSLGet}}}
+	rs := &config.RealServer{Addr: netip.MustParseAddrPort("192.0.2.11:443"), Checkers: []*config.Checker{{CheckerSpec: &config.CheckerSpec{Type: config.CheckTCP}}}}
+	http := &config.RealServer{Addr: netip.MustParseAddrPort("[2001:db8::1]:80"), Checkers: []*config.Checker{{CheckerSpec: &config.CheckerSpec{Type: config.CheckSSLGet}}}}
 	fwm := &config.VirtualServer{FWMark: 7, Protocol: config.TCP}
 	grp := &config.VirtualServer{Group: "web", Addr: netip.AddrPortFrom(netip.Addr{}, 80)}
 	inst, _ := Instance("lb1", "VI_1", "BACKUP")

@@ -89,8 +89,8 @@ func CheckConfig(cfg *config.Config, sec Sections, log *slog.Logger) Report {
 			add(vs.Pos, "quorum_up", vs.QuorumUp)
 			add(vs.Pos, "quorum_down", vs.QuorumDown)
 			for _, rs := range vs.RealServers {
-				add(rs.Pos, "notify_up", rs.NotifyUp)
-				add(rs.Pos, "notify_down", rs.NotifyDown)
+				add(rs.Pos, "notify_up", rs.NotifyUp())
+				add(rs.Pos, "notify_down", rs.NotifyDown())
 				for _, c := range rs.Checkers {
 					if c.Misc != nil {
 						add(c.Pos, "MISC_CHECK", c.Misc.Script)

@@ -76,9 +76,9 @@ func PoolJob(r Runner, s *config.Script) Job {
 // down (notify_down); nil if none.
 func RealServer(rs *config.RealServer, up bool) *config.Script {
 	if up {
-		return rs.NotifyUp
+		return rs.NotifyUp()
 	}
-	return rs.NotifyDown
+	return rs.NotifyDown()
 }
 
 // Quorum is the script of a virtual server that gained (quorum_up) or

@@ -109,7 +109,7 @@ func TestNotifyMapping(t *testing.T) {
 	if calls := Notify(&config.Notify{}, "INSTANCE", "VI_1", "MASTER", 1); len(calls) != 0 {
 		t.Errorf("no scripts: %+v", calls)
 	}
-	rs := &config.RealServer{NotifyUp: m, NotifyDown: b}
+	rs := &config.RealServer{RealServerExtra: &config.RealServerExtra{NotifyUp: m, NotifyDown: b}}
 	vs := &config.VirtualServer{QuorumUp: s, QuorumDown: f}
 	if RealServer(rs, true) != m || RealServer(rs, false) != b || Quorum(vs, true) != s || Quorum(vs, false) != f {
 		t.Error("pool mapping")
