@@ -372,7 +372,11 @@ func TestEgressAsked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, poolConf(200, "connect_timeout 1\n delay_loop 2\n retry 0"))
 		for _, rs := range cfg.VirtualServers[0].RealServers {
-			rs.Checkers[0].ConnectIP = netip.MustParseAddr("10.9.9.9") // one address for all
+			// One address for all; the loaded spec is shared, so changed
+			// as a copy, as config does.
+			sp := *rs.Checkers[0].CheckerSpec
+			sp.ConnectIP = netip.MustParseAddr("10.9.9.9")
+			rs.Checkers[0].CheckerSpec = &sp
 		}
 		rec := &recorder{}
 		r := newRunner(t, cfg, rec.emit, nil)
