@@ -46,6 +46,9 @@ type treeBuilder struct {
 	words map[string]string
 }
 
+// maxWords bounds the table of words between top-level blocks.
+const maxWords = 2048
+
 // word is s as one copy shared by every node that has it.
 func (b *treeBuilder) word(s string) string {
 	if w, ok := b.words[s]; ok {
@@ -138,11 +141,14 @@ func (b *treeBuilder) line(pos Pos, toks []token) {
 				top.Children[0] = nil
 				top.Children = top.Children[:0]
 				b.emit(prev)
-				// The words shared within a block, not across the
-				// file: 20,000 real servers' addresses held 1.25 MB of
-				// table to the end of the read, for words the model
-				// keeps once (checkShare shares the repeated ones).
-				clear(b.words)
+				// The table is bounded: 20,000 real servers' addresses
+				// held 1.25 MB of it to the end of the read. Emptied
+				// between blocks once it is large, not at each: the
+				// short words every block repeats ("rr", "TCP") stay
+				// one copy, not one per block scattered over the heap.
+				if len(b.words) > maxWords {
+					clear(b.words)
+				}
 			}
 			top.Children = append(top.Children, n)
 			b.pending = n
