@@ -114,7 +114,7 @@ bench-ipvs:
 BENCH_SIZES ?= 4x5 5x10 10x10 10x20 20x20
 BENCH_ONLY ?= ChecksBesideKeepalived|DaemonsBesideKeepalived|AdvertsUnderChecks
 bench-lvs:
-	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) keepalived"
 	@mkdir -p $(UML_BIN)
 	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
 	$(GO) build -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp

@@ -110,11 +110,15 @@ func daemon(s *nstest.Scope, ns *nstest.NS, who, bin, file string) *nstest.Proce
 // waitTable waits until every virtual server of testconf.Table(vs, rs)
 // has its rs destinations in the kernel, reading as little as it can (a
 // daemon programs a service before its destinations): the number of
-// services, then each service's destinations, the last first.
-func waitTable(b *testing.B, k *ipvs.Client, vs, rs int, limit time.Duration) {
+// services, then each service's destinations, the last first. It
+// fails at once if the daemon, p, ends first.
+func waitTable(b *testing.B, p *nstest.Process, k *ipvs.Client, vs, rs int, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	next := vs - 1
 	for next >= 0 {
+		if p.Ended() {
+			b.Fatalf("the daemon ended with %d services left to program:\n%s", next+1, p.Output())
+		}
 		if time.Now().After(deadline) {
 			b.Fatalf("the table is not in the kernel after %v (%d services left)", limit, next+1)
 		}
@@ -180,7 +184,7 @@ func tableOnce(b *testing.B, who, bin string, vs, rs int) (start, reload, cpuRel
 	defer s.Close()
 	t0 := time.Now()
 	p := daemon(s, ns, who, bin, file)
-	waitTable(b, k, vs, rs, 5*time.Minute)
+	waitTable(b, p, k, vs, rs, 5*time.Minute)
 	start = time.Since(t0)
 
 	// One weight changed, then SIGHUP to the daemon (its main process).
@@ -233,7 +237,7 @@ func reloadsOnce(b *testing.B, who, bin string, vs, rs, n int) (at10, atN float6
 	s, ns, file, k := tableScope(b, "rl", vs, rs)
 	defer s.Close()
 	p := daemon(s, ns, who, bin, file)
-	waitTable(b, k, vs, rs, 5*time.Minute)
+	waitTable(b, p, k, vs, rs, 5*time.Minute)
 	weight := changedWeight(k, vs, rs)
 	pid := p.Cmd.Process.Pid
 	idleAgain(pid)
@@ -278,7 +282,7 @@ func idleOnce(b *testing.B, who, bin string, vs, rs int) (idle, files, resynced 
 	defer s.Close()
 	t0 := time.Now()
 	p := daemon(s, ns, who, bin, file)
-	waitTable(b, k, vs, rs, 5*time.Minute)
+	waitTable(b, p, k, vs, rs, 5*time.Minute)
 	time.Sleep(5 * time.Second)
 	idle = rss(p.Cmd.Process.Pid)
 	files = statusMB(p.Cmd.Process.Pid, "RssFile:")

@@ -256,6 +256,11 @@ type Process struct {
 // Start runs argv inside ns; its output is logged when the test ends.
 func Start(t TB, ns *NS, argv ...string) *Process {
 	t.Helper()
+	// ip netns exec would say a missing program only in the output,
+	// logged once the test has waited out whatever it waits for.
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		t.Fatalf("%v: make deps installs what the tests and benchmarks run", err)
+	}
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name}, argv...)...)
 	p := &Process{Cmd: cmd, out: &strings.Builder{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
@@ -291,6 +296,16 @@ func (p *Process) Wait(d time.Duration) bool {
 	case <-p.done:
 		return true
 	case <-time.After(d):
+		return false
+	}
+}
+
+// Ended reports whether the process has ended.
+func (p *Process) Ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
 		return false
 	}
 }
