@@ -3,6 +3,7 @@ package ipvs
 import (
 	"net/netip"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -86,4 +87,41 @@ func bigTable() Table {
 		vs.AddDests(ds)
 	}
 	return tb
+}
+
+// TestCompactKeepsTheTable: a compacted table holds what it held, in
+// each service's order, and its services stay apart: a destination
+// added to, pushed on or deleted from one service leaves the service
+// next to it in the shared array as it was.
+func TestCompactKeepsTheTable(t *testing.T) {
+	tb := bigTable()
+	before := map[ServiceKey][]Destination{}
+	for k, vs := range tb {
+		before[k] = vs.OrderedDests()
+	}
+	tb.compact()
+	if len(tb) != len(before) {
+		t.Fatalf("%d services after compact, want %d", len(tb), len(before))
+	}
+	for k, vs := range tb {
+		if got := vs.OrderedDests(); !slices.Equal(got, before[k]) {
+			t.Fatalf("%v after compact:\n%v\nwant\n%v", k, got, before[k])
+		}
+	}
+	extra := Destination{Addr: netip.MustParseAddr("192.0.2.1"), Port: 443, Forward: Route, Weight: 1}
+	for k, vs := range tb {
+		first := vs.dests[0].Key()
+		vs.AddDest(extra)
+		vs.PushDest(Destination{Addr: netip.MustParseAddr("192.0.2.2"), Port: 443, Forward: Route, Weight: 1})
+		vs.DelDest(first)
+		for k2, other := range tb {
+			if k2 == k {
+				continue
+			}
+			if got := other.OrderedDests(); !slices.Equal(got, before[k2]) {
+				t.Fatalf("changing %v changed %v:\n%v\nwant\n%v", k, k2, got, before[k2])
+			}
+		}
+		break
+	}
 }

@@ -87,6 +87,7 @@ func (r *Reconciler) sync(diff func() []Op) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		have.compact()
 		r.have, r.fresh, res.Read = have, true, true
 	}
 	res.Ops = diff()
@@ -101,6 +102,9 @@ func (r *Reconciler) sync(diff func() []Op) (Result, error) {
 		return res, err
 	}
 	r.have.PatchAll(res.Ops)
+	if len(res.Ops) >= compactOps {
+		r.have.compact()
+	}
 	for i := range res.Ops {
 		if res.Ops[i].Kind == DelService {
 			// Gone from the configuration and from the kernel: a service
@@ -110,6 +114,14 @@ func (r *Reconciler) sync(diff func() []Op) (Result, error) {
 	}
 	return res, nil
 }
+
+// compactOps is the number of operations from which a sync moves its
+// copy of the kernel's table into arrays of its own afterwards
+// (Table.compact): after the start's first sync of 1,000 x 20 in the
+// guest that took the daemon's heap spans in use from 10.8 to 10.3 MB,
+// for 6.7 MB live. Copying 20,000 destinations costs far less than
+// sending a thousand operations to the kernel.
+const compactOps = 1000
 
 // read reads the kernel's services we want or own, with their
 // destinations; others' services are left unread.

@@ -484,6 +484,34 @@ func (t Table) PatchAll(ops []Op) {
 	}
 }
 
+// compact moves t's services and destinations into two arrays of their
+// own, each allocated at once. A table built while other work allocates
+// (a dump's netlink messages, the thousands of operations of a first
+// sync) has its pieces scattered among that work's objects of the same
+// sizes, and once those are freed the collector keeps whole spans in use
+// for a piece or two each. Each service's destinations end their own
+// part of the array (its capacity is its length), so that an append
+// moves them elsewhere rather than over the next service's.
+//
+// The table's services are new values: a *VirtualService taken from t
+// before is not t's any more.
+func (t Table) compact() {
+	n := 0
+	for _, vs := range t {
+		n += len(vs.dests)
+	}
+	vss := make([]VirtualService, 0, len(t))
+	ds := make([]Destination, 0, n)
+	for k, vs := range t {
+		at := len(ds)
+		ds = append(ds, vs.dests...)
+		vss = append(vss, *vs)
+		c := &vss[len(vss)-1]
+		c.dests = ds[at:len(ds):len(ds)]
+		t[k] = c
+	}
+}
+
 // Patch applies ops that succeeded to a table, so that it stays a true
 // copy of the kernel's without reading it back.
 func (t Table) Patch(o *Op) {
