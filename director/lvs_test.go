@@ -433,3 +433,25 @@ func TestLVSLogsAFailureOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestLVSLogsOpsAtDebug: the operations sent are logged at debug level,
+// and not above it (where, since issue 20, their text is not made
+// either).
+func TestLVSLogsOpsAtDebug(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		synctest.Test(t, func(t *testing.T) {
+			var b strings.Builder
+			l, err := NewLVS(parse(t, lvsConf), newFakeKernel(), slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: level})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, stop := running(t, l)
+			synctest.Wait()
+			stop()
+			ops := strings.Count(b.String(), "msg=ipvs op=")
+			if level == slog.LevelDebug && ops == 0 || level == slog.LevelInfo && ops != 0 {
+				t.Errorf("at level %v, %d operations logged:\n%s", level, ops, b.String())
+			}
+		})
+	}
+}
