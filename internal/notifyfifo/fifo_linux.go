@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/user"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/internal/script"
+	"github.com/directord/directord/internal/users"
 )
 
 // ScriptGrace is how long a FIFO's script has, after directord closed the
@@ -95,14 +95,14 @@ func owner(nf *config.NotifyFIFO, r script.Runner) (int, int, bool) {
 	if name == "" {
 		name = "keepalived_script"
 	}
-	u, err := user.Lookup(name)
+	u, err := users.Lookup(name)
 	if err != nil {
 		return 0, 0, false
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	if group != "" {
-		g, err := user.LookupGroup(group)
+		g, err := users.LookupGroup(group)
 		if err != nil {
 			return 0, 0, false
 		}

@@ -3,11 +3,11 @@ package script
 import (
 	"context"
 	"log/slog"
-	"os/user"
 	"slices"
 	"strings"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/users"
 )
 
 // Entry is one script of a configuration as checked.
@@ -127,7 +127,7 @@ func CheckConfig(cfg *config.Config, sec Sections, log *slog.Logger) Report {
 		}
 	}
 	if defaultUser && !cfg.Global.EnableScriptSecurity {
-		if _, err := user.Lookup("keepalived_script"); err != nil {
+		if _, err := users.Lookup("keepalived_script"); err != nil {
 			// keepalived: "default user 'keepalived_script' for script
 			// execution does not exist - please create."
 			log.Warn("the default script user keepalived_script does not exist: scripts that name no user run as root; create it or set script_user")

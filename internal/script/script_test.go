@@ -83,12 +83,18 @@ func TestChecksLetScriptsGo(t *testing.T) {
 		return n
 	}
 	r := Runner{User: "leak-test"}
-	for range 100 {
-		r.Prog(&config.Script{Command: "/bin/true", Args: []string{"/bin/true"}})
+	// Held until counted: a collection while the checks are made (each
+	// asks for the unknown user leak-test, of getent too) would let the
+	// first go before they are counted.
+	scripts := make([]*config.Script, 100)
+	for i := range scripts {
+		scripts[i] = &config.Script{Command: "/bin/true", Args: []string{"/bin/true"}}
+		r.Prog(scripts[i])
 	}
 	if n := count(); n != 100 {
 		t.Fatalf("%d checks kept, want 100", n)
 	}
+	runtime.KeepAlive(scripts) // and not after: they go now
 	// Cleanups run after a collection, on the runtime's own goroutine.
 	for i := 0; i < 1000 && count() > 0; i++ {
 		runtime.GC()

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/directord/directord/config"
+	"github.com/directord/directord/internal/users"
 )
 
 // ErrDisabled marks a script that does not run: enable_script_security
@@ -150,7 +150,7 @@ func resolveUser(s *config.Script, p Policy) (uid, gid uint32, cred *syscall.Cre
 		name, group = p.User, p.Group
 	}
 	if name == "" {
-		if _, lerr := user.Lookup("keepalived_script"); lerr == nil {
+		if _, lerr := users.Lookup("keepalived_script"); lerr == nil {
 			name = "keepalived_script"
 		} else if p.Security {
 			// keepalived: "Unable to set default user keepalived_script".
@@ -160,14 +160,14 @@ func resolveUser(s *config.Script, p Policy) (uid, gid uint32, cred *syscall.Cre
 			return u, g, nil, nil
 		}
 	}
-	u, err := user.Lookup(name)
+	u, err := users.Lookup(name)
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("script user %s: %w", name, err)
 	}
 	uid64, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid64, _ := strconv.ParseUint(u.Gid, 10, 32)
 	if group != "" {
-		g, err := user.LookupGroup(group)
+		g, err := users.LookupGroup(group)
 		if err != nil {
 			return 0, 0, nil, fmt.Errorf("script group %s: %w", group, err)
 		}
