@@ -2,6 +2,13 @@
 # Go is at /usr/local/go on our machines; tools land in $(HOME)/go/bin.
 
 GO ?= go
+# The programs are built static, without cgo, wherever they are built:
+# with a C compiler at hand Go would link libc for os/user and net, and
+# the same source would make another program on each machine (libc's
+# pages, 1.3 MB resident in the guest; users looked up through the C
+# library, which internal/users does through getent instead). The tests
+# keep Go's default: -race needs cgo.
+BUILD = CGO_ENABLED=0 $(GO) build
 export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
 BIN := bin
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -22,7 +29,7 @@ all: build
 ## build: directord, directorctl and directord-bgp (the BGP speaker,
 ## which directord starts from its own folder: keep them together).
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 ## integration: the tests that need IPVS, which our kernels lack, run as
 ## root in one boot of a User-Mode Linux guest (docs/testing.md). Each
@@ -58,9 +65,9 @@ test-deps:
 integration:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
 	@mkdir -p $(UML_BIN) && rm -f $(UML_BIN)/*.test
-	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
-	$(GO) build -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
-	$(GO) build -o $(UML_BIN)/directorctl ./cmd/directorctl
+	$(BUILD) -o $(UML_BIN)/directord ./cmd/directord
+	$(BUILD) -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
+	$(BUILD) -o $(UML_BIN)/directorctl ./cmd/directorctl
 	@set -e; for p in $(UML_PACKAGES); do \
 		n=$${p#./}; n=$${n%/}; \
 		$(GO) test -c -o $(UML_BIN)/$$(echo "$$n" | tr / -).test $$p; \
@@ -116,8 +123,8 @@ BENCH_ONLY ?= ChecksBesideKeepalived|DaemonsBesideKeepalived|AdvertsUnderChecks
 bench-lvs:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) keepalived"
 	@mkdir -p $(UML_BIN)
-	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
-	$(GO) build -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
+	$(BUILD) -o $(UML_BIN)/directord ./cmd/directord
+	$(BUILD) -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
 	$(GO) test -c -o $(UML_BIN)/integration-lvs.test ./integration/lvs
 	integration/uml/run.sh -m 4096M -t 3600 -e "BENCH_WRAP=$${BENCH_WRAP:-}" -e "BENCH_SIZES=$(BENCH_SIZES)" -e "BENCH_WHO=$${BENCH_WHO:-}" \
 		-C integration/lvs -- ../../$(UML_BIN)/integration-lvs.test \
@@ -135,9 +142,9 @@ LAB_MEASURE ?= ^TestActiveCapacity$$
 bench-lab:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) frr"
 	@mkdir -p $(UML_BIN)
-	$(GO) build -o $(UML_BIN)/directord ./cmd/directord
-	$(GO) build -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
-	$(GO) build -o $(UML_BIN)/directorctl ./cmd/directorctl
+	$(BUILD) -o $(UML_BIN)/directord ./cmd/directord
+	$(BUILD) -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
+	$(BUILD) -o $(UML_BIN)/directorctl ./cmd/directorctl
 	$(GO) test -c -o $(UML_BIN)/integration-lab.test ./integration/lab
 	integration/uml/run.sh -m $(UML_MEM) -t 3600 -e DIRECTORD_LAB_CAPACITY=1 -C integration/lab -- ../../$(UML_BIN)/integration-lab.test \
 		-test.run '$(LAB_MEASURE)' -test.v -test.bench '$(LAB_BENCH)' -test.benchtime $${LAB_ROUNDS:-1}x -test.timeout 3500s
@@ -167,10 +174,10 @@ fuzz-smoke:
 demo:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES)"
 	@mkdir -p $(UML_BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord ./cmd/directord
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directorctl ./cmd/directorctl
-	$(GO) build -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord ./cmd/directord
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directorctl ./cmd/directorctl
+	$(BUILD) -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
 	@integration/uml/run.sh -m $(UML_MEM) -t 600 -- \
 		$(UML_BIN)/lab-demo -directord $(UML_BIN)/directord -directorctl $(UML_BIN)/directorctl
 
@@ -179,10 +186,10 @@ demo:
 demo-active:
 	@$(MAKE) --no-print-directory apt-install PACKAGES="$(UML_APT_PACKAGES) frr"
 	@mkdir -p $(UML_BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord ./cmd/directord
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directorctl ./cmd/directorctl
-	$(GO) build -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord ./cmd/directord
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directord-bgp ./cmd/directord-bgp
+	$(BUILD) -ldflags '$(LDFLAGS)' -o $(UML_BIN)/directorctl ./cmd/directorctl
+	$(BUILD) -o $(UML_BIN)/lab-demo ./integration/lab/cmd/demo
 	@integration/uml/run.sh -m $(UML_MEM) -t 900 -- \
 		$(UML_BIN)/lab-demo -active -directord $(UML_BIN)/directord -directorctl $(UML_BIN)/directorctl
 
