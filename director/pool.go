@@ -12,8 +12,17 @@ import (
 type RealState struct {
 	Alive bool
 	// Weight is the weight to give it while alive: the configured one, or
-	// what a MISC_CHECK with misc_dynamic reports.
-	Weight int
+	// what a MISC_CHECK with misc_dynamic reports. An int32, as the
+	// kernel's: 8 bytes a real server, not 16 (issue 20, the idle
+	// daemon's memory).
+	Weight int32
+}
+
+// NewRealState is the state of a real server alive or not, to be given
+// weight while alive (a check's, as healthcheck reports it), bounded as
+// the kernel takes a weight.
+func NewRealState(alive bool, weight int) RealState {
+	return RealState{Alive: alive, Weight: int32(realWeight(weight))}
 }
 
 // Pool is one virtual_server at run time: the services it makes (one, or
@@ -75,7 +84,7 @@ func (p *Pool) InitialStates() []RealState {
 
 func (p *Pool) initialStates(st []RealState) {
 	for i, rs := range p.VS.RealServers {
-		st[i] = RealState{Alive: !rs.Alpha || len(rs.Checkers) == 0, Weight: rs.Weight}
+		st[i] = NewRealState(!rs.Alpha || len(rs.Checkers) == 0, rs.Weight)
 	}
 }
 

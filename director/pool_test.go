@@ -114,7 +114,7 @@ func TestPoolQuorumHysteresis(t *testing.T) {
 		{3, 2, true, true},   // 5: back
 	}
 	for i, s := range steps {
-		changed := p.Advance([]RealState{{Alive: s.w1 > 0, Weight: s.w1}, {Alive: s.w2 > 0, Weight: s.w2}}, nil)
+		changed := p.Advance([]RealState{{Alive: s.w1 > 0, Weight: int32(s.w1)}, {Alive: s.w2 > 0, Weight: int32(s.w2)}}, nil)
 		if p.QuorumUp() != s.up || changed != s.changed {
 			t.Errorf("step %d (%d+%d): up %v changed %v, want %v %v", i, s.w1, s.w2, p.QuorumUp(), changed, s.up, s.changed)
 		}

@@ -208,7 +208,7 @@ func (l *LVS) Status(ctx context.Context) ([]PoolStatus, []netip.AddrPort, error
 			w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
 			for j, rs := range p.VS.RealServers {
 				r := RealStatus{Addr: rs.Addr, Alive: l.states[i][j].Alive, Drained: l.drained[rs.Addr],
-					Weight: l.states[i][j].Weight, Effective: -1}
+					Weight: int(l.states[i][j].Weight), Effective: -1}
 				if w.Reals[j].In {
 					r.Effective = w.Reals[j].Weight
 				}

@@ -70,11 +70,11 @@ func Weigh(vs *config.VirtualServer, health []RealState, drained map[netip.AddrP
 	sorry := vs.SorryServer
 	hold := holdsTable(vs)
 	for i, rs := range vs.RealServers {
-		st := RealState{Alive: true, Weight: rs.Weight}
+		st := NewRealState(true, rs.Weight)
 		if i < len(health) {
 			st = health[i]
 		}
-		weight := realWeight(st.Weight)
+		weight := realWeight(int(st.Weight))
 		table := 0
 		if hold {
 			table = weight

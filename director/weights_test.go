@@ -101,7 +101,7 @@ func TestWeigh(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vs := weighVS(tt.inhibit, tt.sorry, tt.sorryInhibit, 4, 0)
-			health := []RealState{{Alive: tt.alive, Weight: tt.weight}, {Alive: !tt.secondDead, Weight: 2}}
+			health := []RealState{NewRealState(tt.alive, tt.weight), {Alive: !tt.secondDead, Weight: 2}}
 			var drained map[netip.AddrPort]bool
 			if tt.drained {
 				drained = map[netip.AddrPort]bool{vs.RealServers[0].Addr: true}

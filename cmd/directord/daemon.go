@@ -477,7 +477,7 @@ func (d *daemon) startLVS(cfg *config.Config) error {
 		return err
 	}
 	for _, e := range checks.r.Initial() {
-		lvs.Seed(e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
+		lvs.Seed(e.Pool, e.Real, director.NewRealState(e.Alive, e.Weight))
 	}
 	d.k, d.lvs = k, lvs
 	ctx, cancel := context.WithCancel(context.Background())
@@ -505,7 +505,7 @@ func (d *daemon) newChecks(cfg *config.Config, lvs *director.LVS) (*checkSet, er
 	cs.ctx, cs.cancel = context.WithCancel(context.Background())
 	gen := &d.gen
 	r, err := healthcheck.New(cfg, func(e healthcheck.Event) {
-		lvs.ReportGen(cs.ctx, *gen, e.Pool, e.Real, director.RealState{Alive: e.Alive, Weight: e.Weight})
+		lvs.ReportGen(cs.ctx, *gen, e.Pool, e.Real, director.NewRealState(e.Alive, e.Weight))
 	}, d.log)
 	if err != nil {
 		cs.cancel()
@@ -821,7 +821,7 @@ func (d *daemon) reloadLocked() error {
 		adopted := checks.r.Adopt(d.checks)
 		var seeds []director.Seed
 		for _, e := range checks.r.Initial() {
-			seeds = append(seeds, director.Seed{Pool: e.Pool, Real: e.Real, State: director.RealState{Alive: e.Alive, Weight: e.Weight}})
+			seeds = append(seeds, director.Seed{Pool: e.Pool, Real: e.Real, State: director.NewRealState(e.Alive, e.Weight)})
 		}
 		gen, err := d.lvs.Reload(context.Background(), cfg, seeds)
 		if gen == 0 {
