@@ -536,7 +536,17 @@ var rsBlock = &block[RealServer]{
 	name: "real_server",
 	keys: mergeKeys(timingKeys(rsTiming, 1),
 		map[string]func(*decoder, *Node, *RealServer){
-			"smtp_alert": func(d *decoder, n *Node, rs *RealServer) { rs.smtpAlert = d.tristate(n) },
+			"smtp_alert": func(d *decoder, n *Node, rs *RealServer) {
+				// As the other levels' tristate: a bad value leaves it
+				// unset, even after a good one.
+				rs.given &^= givenSMTPAlert | smtpAlertOn
+				if v, ok := d.flag(n); ok {
+					rs.given |= givenSMTPAlert
+					if v {
+						rs.given |= smtpAlertOn
+					}
+				}
+			},
 			"weight": func(d *decoder, n *Node, rs *RealServer) {
 				if v, ok := d.integer(n, 0, 1<<31-1); ok {
 					rs.Weight = int(v)

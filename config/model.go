@@ -622,11 +622,10 @@ type RealServer struct {
 	SMTPAlert bool `json:"smtp_alert,omitempty"`
 
 	// As read, until resolve: the real server's timings (unsetRSTiming,
-	// shared, until one is given), which of inhibit_on_failure and alpha
-	// were given (rsGiven), smtp_alert.
-	given     rsGiven
-	timing    *timing
-	smtpAlert *bool
+	// shared, until one is given), which of inhibit_on_failure, alpha and
+	// smtp_alert were given, and smtp_alert's value (rsGiven).
+	given  rsGiven
+	timing *timing
 }
 
 // rsGiven records the real server's keywords whose defaults depend on
@@ -637,7 +636,19 @@ type rsGiven uint8
 const (
 	givenInhibit rsGiven = 1 << iota
 	givenAlpha
+	givenSMTPAlert
+	smtpAlertOn // smtp_alert's value, with givenSMTPAlert
 )
+
+// smtpAlertAsRead is the real server's smtp_alert as read: nil if it was
+// not given (a bit, not a *bool: 8 bytes of each real server).
+func (rs *RealServer) smtpAlertAsRead() *bool {
+	if rs.given&givenSMTPAlert == 0 {
+		return nil
+	}
+	v := rs.given&smtpAlertOn != 0
+	return &v
+}
 
 // unsetRSTiming is every real server's timing until one of its own is
 // given (rsTiming): most give none.

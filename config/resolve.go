@@ -90,7 +90,7 @@ func (d *decoder) resolveSMTPAlerts() {
 	for _, vs := range d.cfg.VirtualServers {
 		vs.SMTPAlert = pick(vs.smtpAlert, g.smtpAlertChecker, false)
 		for _, rs := range vs.RealServers {
-			rs.SMTPAlert = pick(rs.smtpAlert, g.smtpAlertChecker, true)
+			rs.SMTPAlert = pick(rs.smtpAlertAsRead(), g.smtpAlertChecker, true)
 		}
 	}
 }
