@@ -9,7 +9,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -21,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/directord/directord/config"
 	"github.com/directord/directord/internal/testcert"
 )
 
@@ -100,19 +98,23 @@ func checks10k(b *testing.B, reuse time.Duration) {
 	if err != nil {
 		b.Fatalf("farm: %q", line)
 	}
-	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
-	cfg := &config.Config{}
-	for range 100 {
-		vs := &config.VirtualServer{}
-		for range 100 {
-			c := &config.Checker{CheckerSpec: &config.CheckerSpec{Type: config.CheckSSLGet, ConnectTimeout: 2 * time.Second, Retry: 1,
-				DelayLoop: 2 * time.Second, DelayBeforeRetry: time.Second,
-				HTTP: &config.HTTPCheck{URLs: []*config.URL{{Path: "/healthz", StatusCodes: []config.StatusRange{{Min: 200, Max: 200}}}},
-					ReuseConnection: reuse}}}
-			vs.RealServers = append(vs.RealServers, &config.RealServer{Addr: addr, Weight: 1, Checkers: []*config.Checker{c}})
-		}
-		cfg.VirtualServers = append(cfg.VirtualServers, vs)
+	// The configuration as the daemon reads it, from text: 10,000 real
+	// servers whose SSL_GET checkers connect to the farm (connect_ip),
+	// so that they share their settings as a parsed file's do.
+	reuseLine := ""
+	if reuse > 0 {
+		reuseLine = fmt.Sprintf("            reuse_connection %d\n", int(reuse/time.Second))
 	}
+	var text strings.Builder
+	for v := range 100 {
+		fmt.Fprintf(&text, "virtual_server 10.1.0.%d 443 {\n    lb_algo rr\n    lb_kind DR\n    protocol TCP\n", v)
+		for r := range 100 {
+			fmt.Fprintf(&text, "    real_server 10.2.%d.%d 443 {\n        weight 1\n        SSL_GET {\n            url {\n                path /healthz\n                status_code 200\n            }\n"+
+				"            connect_ip 127.0.0.1\n            connect_port %d\n            connect_timeout 2\n            retry 1\n            delay_loop 2\n            delay_before_retry 1\n%s        }\n    }\n", v, r, port, reuseLine)
+		}
+		text.WriteString("}\n")
+	}
+	cfg := parse(b, text.String())
 	lim := syscall.Rlimit{Cur: 1 << 16, Max: 1 << 16}
 	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
 	for b.Loop() {
@@ -137,7 +139,7 @@ func checks10k(b *testing.B, reuse time.Duration) {
 		c0, n0, f0, t0 := selfCPU(), probes.Load(), failed.Load(), time.Now()
 		time.Sleep(20 * time.Second)
 		c1, n1, f1, t1 := selfCPU(), probes.Load(), failed.Load(), time.Now()
-		rss := selfRSS()
+		rss, files := selfRSS(), selfStatusMB("RssFile:")
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		peak := float64(ms.HeapInuse) / (1 << 20)
@@ -162,6 +164,7 @@ func checks10k(b *testing.B, reuse time.Duration) {
 			b.ReportMetric((c1-c0).Seconds()*1e3/float64(n1-n0), "cpu-ms/check")
 		}
 		b.ReportMetric(rss, "rss-MB")
+		b.ReportMetric(files, "rss-file-MB")
 		b.ReportMetric(live, "live-MB")
 		b.ReportMetric(peak, "heap-MB")
 		b.ReportMetric(stacks, "stack-MB")
@@ -176,10 +179,13 @@ func selfCPU() time.Duration {
 }
 
 // selfRSS is this process's resident memory, in MB.
-func selfRSS() float64 {
+func selfRSS() float64 { return selfStatusMB("VmRSS:") }
+
+// selfStatusMB is field (VmRSS:, RssFile:) of /proc/self/status, in MB.
+func selfStatusMB(field string) float64 {
 	b, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, field); ok {
 			kb, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
 			return kb / 1024
 		}
