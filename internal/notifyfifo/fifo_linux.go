@@ -45,6 +45,12 @@ func Open(nf *config.NotifyFIFO, r script.Runner, log *slog.Logger) (*FIFO, erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	uid, gid, known := owner(nf, r)
+	if nf.User != "" && !known {
+		// keepalived's notify_fifo: "Invalid user/group for %s fifo %s -
+		// ignoring", with no FIFO at all.
+		return nil, fmt.Errorf("invalid user %q or group %q for %s: keepalived ignores the FIFO", nf.User, nf.Group, nf.Path)
+	}
 	f := &FIFO{Path: nf.Path, fd: -1, log: log}
 	err := syscall.Mkfifo(nf.Path, 0o644)
 	switch {
@@ -52,7 +58,7 @@ func Open(nf *config.NotifyFIFO, r script.Runner, log *slog.Logger) (*FIFO, erro
 		f.created = true
 		// mkfifo is subject to the umask: set the mode keepalived asks for.
 		os.Chmod(nf.Path, 0o644)
-		if uid, gid, ok := owner(nf, r); ok && (uid != os.Geteuid() || gid != os.Getegid()) {
+		if known && (uid != os.Geteuid() || gid != os.Getegid()) {
 			if err := os.Lchown(nf.Path, uid, gid); err != nil {
 				log.Warn("notify fifo: cannot set its owner", "fifo", nf.Path, "err", err)
 			}

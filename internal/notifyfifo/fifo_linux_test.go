@@ -171,3 +171,21 @@ func TestFIFORefusesOtherFiles(t *testing.T) {
 		t.Error("a FIFO in a missing folder: opened, want an error")
 	}
 }
+
+// TestFIFOUnknownUserIgnored: a FIFO whose keyword names a user that
+// does not exist is not made at all, as keepalived ignores it ("Invalid
+// user/group for fifo - ignoring"), rather than made root's.
+func TestFIFOUnknownUserIgnored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notify.fifo")
+	f, err := Open(&config.NotifyFIFO{Path: path, User: "nosuchuser-dd"}, script.Runner{}, nil)
+	if err == nil {
+		f.Close()
+		t.Fatal("a FIFO of an unknown user was opened")
+	}
+	if !strings.Contains(err.Error(), "keepalived ignores the FIFO") {
+		t.Errorf("error %q", err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the FIFO was made: %v", err)
+	}
+}

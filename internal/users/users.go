@@ -75,11 +75,18 @@ func LookupGroup(name string) (*user.Group, error) {
 }
 
 // getent is the entry of name in database (passwd, group) as getent
-// writes it, split at its colons into n fields whose third (the id) is
-// a number; false if getent is missing, knows no such name or writes
-// something else.
+// writes it, split at its colons into n fields whose ids (the third, and
+// a passwd entry's fourth, its group) are numbers; false if getent is
+// missing, knows no such name or writes something else.
+//
+// The entry's name may differ from the one asked, as a name service
+// gives it back (sssd without case sensitivity: Alice for alice; a
+// domain's qualified names), and is taken, as getpwnam's would be. A
+// name of digits alone is not asked: getent takes it for a uid or gid,
+// where getpwnam looks for the name; such a name only a name service
+// knows is unknown here.
 func getent(database, name string, n int) ([]string, bool) {
-	if name == "" || strings.ContainsAny(name, ":\n") {
+	if name == "" || strings.ContainsAny(name, ":\n") || digits(name) {
 		return nil, false
 	}
 	key := [2]string{database, name}
@@ -92,7 +99,7 @@ func getent(database, name string, n int) ([]string, bool) {
 	defer cancel()
 	var a answer
 	if out, err := exec.CommandContext(ctx, "getent", database, "--", name).Output(); err == nil {
-		a.f, a.ok = parseEntry(out, name, n)
+		a.f, a.ok = parseEntry(out, n)
 	}
 	a.at = time.Now()
 	for k, old := range answers {
@@ -104,16 +111,27 @@ func getent(database, name string, n int) ([]string, bool) {
 	return a.f, a.ok
 }
 
-// parseEntry is getent's first line, if it is name's entry of n fields
-// with a numeric id.
-func parseEntry(out []byte, name string, n int) ([]string, bool) {
+// parseEntry is getent's first line, if it is an entry of n fields with
+// numeric ids.
+func parseEntry(out []byte, n int) ([]string, bool) {
 	line, _, _ := bytes.Cut(out, []byte("\n"))
 	f := strings.Split(string(line), ":")
-	if len(f) != n || f[0] != name {
+	if len(f) != n || f[0] == "" {
 		return nil, false
 	}
-	if _, err := strconv.ParseUint(f[2], 10, 32); err != nil {
-		return nil, false
+	ids := f[2:3]
+	if n == 7 {
+		ids = f[2:4] // a passwd entry: its uid and its group's gid
+	}
+	for _, id := range ids {
+		if _, err := strconv.ParseUint(id, 10, 32); err != nil {
+			return nil, false
+		}
 	}
 	return f, true
+}
+
+// digits tells whether s is made of decimal digits alone.
+func digits(s string) bool {
+	return strings.Trim(s, "0123456789") == ""
 }

@@ -86,23 +86,41 @@ func TestFilesFirst(t *testing.T) {
 	}
 }
 
-// TestParseEntry: only name's own entry, with a numeric id and as many
-// fields as its database has, is taken.
+// TestParseEntry: an entry with as many fields as its database has and
+// numeric ids (a passwd entry's uid and gid, a group's gid) is taken,
+// whatever the name it gives back.
 func TestParseEntry(t *testing.T) {
 	for _, tt := range []struct {
-		out  string
-		ok   bool
-		name string
+		out string
+		n   int
+		ok  bool
 	}{
-		{"ldapuser:*:4242:4343:x:/home/l:/bin/sh\n", true, "ldapuser"},
-		{"other:*:4242:4343:x:/home/l:/bin/sh\n", false, "ldapuser"},
-		{"ldapuser:*:-1:4343:x:/home/l:/bin/sh\n", false, "ldapuser"},
-		{"ldapuser:*:42x:4343:x:/home/l:/bin/sh\n", false, "ldapuser"},
-		{"ldapuser:*:4242:4343:x:/home/l\n", false, "ldapuser"},
-		{"", false, "ldapuser"},
+		{"ldapuser:*:4242:4343:x:/home/l:/bin/sh\n", 7, true},
+		{"LDAPUser:*:4242:4343:x:/home/l:/bin/sh\n", 7, true}, // as a name service gave it back
+		{"ldapuser:*:-1:4343:x:/home/l:/bin/sh\n", 7, false},
+		{"ldapuser:*:42x:4343:x:/home/l:/bin/sh\n", 7, false},
+		{"ldapuser:*:4242::x:/home/l:/bin/sh\n", 7, false},
+		{"ldapuser:*:4242:43x:x:/home/l:/bin/sh\n", 7, false},
+		{"ldapuser:*:4242:4343:x:/home/l\n", 7, false},
+		{":*:4242:4343:x:/home/l:/bin/sh\n", 7, false},
+		{"ldapgroup:*:4444:ldapuser\n", 4, true},
+		{"ldapgroup:*:44x4:ldapuser\n", 4, false},
+		{"", 7, false},
 	} {
-		if _, ok := parseEntry([]byte(tt.out), tt.name, 7); ok != tt.ok {
+		if _, ok := parseEntry([]byte(tt.out), tt.n); ok != tt.ok {
 			t.Errorf("parseEntry(%q) ok = %v, want %v", tt.out, ok, tt.ok)
 		}
+	}
+}
+
+// TestNumericNamesNotAsked: a name of digits is not asked of getent,
+// which would take it for an id.
+func TestNumericNamesNotAsked(t *testing.T) {
+	fakeGetent(t)
+	if _, err := Lookup("4242"); err == nil {
+		t.Error("Lookup(4242) found a user: getent was asked for uid 4242")
+	}
+	if b, _ := os.ReadFile(asked); len(b) != 0 {
+		t.Errorf("getent was asked: %s", b)
 	}
 }
