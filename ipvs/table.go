@@ -261,7 +261,13 @@ func Diff(want, have Table, owned func(ServiceKey) bool) []Op {
 			newDests += len(w.dests)
 		}
 	}
-	adds, dests = make([]Op, 0, newSvcs), make([]Op, 0, newDests)
+	// In one array, the services' part first: when nothing else comes
+	// (neither part outgrows its room, and there is nothing to delete or
+	// put in order) the result is that array as it is, not a copy of it
+	// (2.7 MB at the start of 1,000 x 10, 0.2 s of the guest's start,
+	// most of it the first touches of the copy's pages).
+	all := make([]Op, newSvcs+newDests)
+	adds, dests = all[:0:newSvcs], all[newSvcs:newSvcs:newSvcs+newDests]
 	for k, w := range want {
 		h, ok := have[k]
 		if Ordered(&w.Service) {
@@ -321,6 +327,9 @@ func Diff(want, have Table, owned func(ServiceKey) bool) []Op {
 		for _, k := range slices.SortedFunc(maps.Keys(ordered), CompareKeys) {
 			inOrder = append(inOrder, ordered[k]...)
 		}
+	}
+	if len(all) > 0 && len(adds) == newSvcs && len(dests) == newDests && len(inOrder)+len(dels)+len(svcDels) == 0 {
+		return all // each part filled its room exactly, in place
 	}
 	return slices.Concat(adds, dests, inOrder, dels, svcDels)
 }
