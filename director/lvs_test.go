@@ -455,3 +455,59 @@ func TestLVSLogsOpsAtDebug(t *testing.T) {
 		})
 	}
 }
+
+// TestLVSTellsQuorumAfterTheTable: the start's quorum notifications (the
+// log line, quorum_up, the FIFO's line) come once the table is in the
+// kernel, as keepalived tells each virtual server's after programming
+// it; when the first sync fails, they come after that try, and in the
+// order they were made in, a verdict's among them.
+func TestLVSTellsQuorumAfterTheTable(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := parse(t, quorumConf("    quorum_up /bin/up\n    quorum_down /bin/down\n"))
+			k := newFakeKernel()
+			k.breaks(broken)
+			h := &records{}
+			l, err := NewLVS(cfg, k, slog.New(h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var told []string // each notification, with the kernel's services then
+			l.Notify = func(s *config.Script) {
+				told = append(told, fmt.Sprintf("%s with %d services", s.Command, len(k.Table())))
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error)
+			go func() { done <- l.Run(ctx) }()
+			// A verdict that takes the quorum away, in before or after the
+			// first sync: either way after the start's quorum_up.
+			l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
+			synctest.Wait()
+			cancel()
+			<-done
+			services := 1
+			if broken {
+				services = 0
+			}
+			want := []string{fmt.Sprintf("/bin/up with %d services", services), fmt.Sprintf("/bin/down with %d services", services)}
+			if !reflect.DeepEqual(told[:min(2, len(told))], want) {
+				t.Errorf("broken %v: told %q, want %q first", broken, told, want)
+			}
+			// The log says the table first, then the quorum.
+			var msgs []string
+			h.mu.Lock()
+			for _, r := range h.rs {
+				msgs = append(msgs, r.Message)
+			}
+			h.mu.Unlock()
+			first := slices.Index(msgs, "virtual server quorum")
+			sync := slices.Index(msgs, "ipvs table programmed")
+			if broken {
+				sync = slices.Index(msgs, "ipvs: programming the kernel failed; trying again")
+			}
+			if first < 0 || sync < 0 || first < sync {
+				t.Errorf("broken %v: the quorum at %d of the log, the first sync at %d: %q", broken, first, sync, msgs)
+			}
+		})
+	}
+}
