@@ -715,7 +715,12 @@ func (p *HTTP) get(ctx context.Context, u *config.URL, cfg *tls.Config, start, d
 	path := u.Path
 	if k := p.take(ctx, cfg, deadline.Add(-p.Target.Timeout)); k != nil {
 		idle := k.probe != p.probes // kept by an earlier probe, not by this one's last URL
+		// The context watch only while the connection is in use: held
+		// by each idle connection it was 360 bytes of 10,000 kept
+		// connections' live heap, for a stop that closes them anyway.
+		watch := context.AfterFunc(ctx, func() { socket(k.conn).SetDeadline(time.Now()) })
 		res, ok, keep, broken := p.exchange(ctx, k.conn, u, path, host, start)
+		watch()
 		if keep {
 			k.probe = p.probes
 			p.kept = k
@@ -757,6 +762,11 @@ func (p *HTTP) fresh(ctx context.Context, u *config.URL, cfg *tls.Config, path, 
 	}
 	res, ok, keep, _ := p.exchange(ctx, conn, u, path, host, start)
 	if keep {
+		// Kept without its context watch (get watches it while in use).
+		if s, ok := conn.(*stoppable); ok {
+			s.stop()
+			conn = s.Conn
+		}
 		p.kept = &kept{conn: conn, tls: cfg, until: opened.Add(p.reuse), ctx: ctx, probe: p.probes}
 	} else {
 		closeNow(conn)
@@ -770,7 +780,7 @@ type kept struct {
 	conn  net.Conn
 	tls   *tls.Config     // its TLS configuration: a URL of another server name needs its own
 	until time.Time       // opened + reuse_connection: a new connection after
-	ctx   context.Context // the checks' context its stop watches
+	ctx   context.Context // the checks' context, watched while it is in use
 	probe uint64          // the probe that used it last
 }
 

@@ -899,6 +899,47 @@ func TestHTTPReuseStopping(t *testing.T) {
 	}
 }
 
+// TestHTTPReuseStoppedInUse: the checks stopping while a probe waits on
+// a kept connection (the server answered the first request and hangs on
+// the second) end that probe at once, not after its connect_timeout: a
+// kept connection is watched while in use, though not while idle.
+func TestHTTPReuseStoppedInUse(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	p, conns := rawServerProber(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		asked <- struct{}{}
+		io.Copy(io.Discard, c) // hangs until the prober closes
+	})
+	p.Target.Timeout = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if r := p.Probe(ctx); r.Outcome != Up {
+		t.Fatalf("%s %q", r.Outcome, r.Reason)
+	}
+	done := make(chan Result)
+	go func() { done <- p.Probe(ctx) }()
+	<-asked
+	cancel()
+	select {
+	case r := <-done:
+		if r.Outcome == Up {
+			t.Errorf("the hung probe passed: %q", r.Reason)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the probe on the kept connection still waits a minute after the checks stopped")
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1 (the second probe on the kept one)", n)
+	}
+}
+
 // TestHTTPReuseNotWithBytesAfterTheAnswer: an answer followed at once by
 // more than it (here a 408, in the same write) leaves its connection
 // unkept, though the server keeps it open: those bytes would answer the
