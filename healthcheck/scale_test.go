@@ -136,12 +136,22 @@ func checks10k(b *testing.B, reuse time.Duration) {
 		for deadline := time.Now().Add(time.Minute); probes.Load() < 10000 && time.Now().Before(deadline); {
 			time.Sleep(100 * time.Millisecond)
 		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		a0, g0 := ms.TotalAlloc, ms.NumGC
+		if f := os.Getenv("DIRECTORD_HEAPPROFILE"); f != "" {
+			// The base of the window's allocations (go tool pprof -base).
+			if out, err := os.Create(f + ".base"); err == nil {
+				pprof.WriteHeapProfile(out)
+				out.Close()
+			}
+		}
 		c0, n0, f0, t0 := selfCPU(), probes.Load(), failed.Load(), time.Now()
 		time.Sleep(20 * time.Second)
 		c1, n1, f1, t1 := selfCPU(), probes.Load(), failed.Load(), time.Now()
 		rss, files := selfRSS(), selfStatusMB("RssFile:")
-		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
+		a1, g1 := ms.TotalAlloc, ms.NumGC
 		peak := float64(ms.HeapInuse) / (1 << 20)
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
@@ -162,7 +172,11 @@ func checks10k(b *testing.B, reuse time.Duration) {
 		b.ReportMetric(float64(f1-f0)/win, "failed/s")
 		if n1 > n0 {
 			b.ReportMetric((c1-c0).Seconds()*1e3/float64(n1-n0), "cpu-ms/check")
+			// The garbage a check makes, and the collections it costs:
+			// the heap grows by the one until the other.
+			b.ReportMetric(float64(a1-a0)/float64(n1-n0), "alloc-B/check")
 		}
+		b.ReportMetric(float64(g1-g0)/win, "gc/s")
 		b.ReportMetric(rss, "rss-MB")
 		b.ReportMetric(files, "rss-file-MB")
 		b.ReportMetric(live, "live-MB")
