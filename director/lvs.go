@@ -265,8 +265,9 @@ func (l *LVS) Want() ipvs.Table {
 
 // advance moves pool i's quorum state after a change of its real servers'
 // states or drains, and gives the notifications of a transition: the
-// e-mail, the log, quorum_up or quorum_down, the FIFO line, in
-// keepalived's order (do_vs_notifies).
+// e-mail (queued), the log, quorum_up or quorum_down, the FIFO line
+// (keepalived logs first, then do_vs_notifies: the script, the FIFO
+// line, the e-mail).
 func (l *LVS) advance(i int) {
 	p := l.pools[i]
 	init := p.init
