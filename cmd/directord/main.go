@@ -20,6 +20,7 @@ import (
 	"github.com/directord/directord/config"
 	"github.com/directord/directord/healthcheck"
 	"github.com/directord/directord/internal/control"
+	"github.com/directord/directord/internal/heapgoal"
 	"github.com/directord/directord/internal/script"
 )
 
@@ -66,6 +67,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case o.version:
 		fmt.Fprintf(stdout, "directord %s\n", version)
 		return exitOK
+	}
+	if heapgoal.Wanted(os.LookupEnv) {
+		// The collector's headroom bounded when the live heap is large
+		// (10,000 kept TLS connections); GOGC or GOMEMLIMIT in the
+		// environment (/etc/default/directord) leaves it as Go's.
+		heapgoal.New().Start()
 	}
 	if path := os.Getenv("DIRECTORD_CPUPROFILE"); path != "" {
 		// A diagnostic for benchmarks (docs/benchmarks.md): the daemon's
