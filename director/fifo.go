@@ -22,15 +22,15 @@ func (l *LVS) fifoRS(vs *config.VirtualServer, rs *config.RealServer, up bool) {
 }
 
 // fifoOmegaStop writes, at stop, what keepalived's checker writes for a
-// virtual server with omega: each live real server DOWN, then the
-// virtual server DOWN.
-func (l *LVS) fifoOmegaStop() {
+// virtual server with omega: each live real server DOWN (alive: as last
+// told, see stop), then the virtual server DOWN.
+func (l *LVS) fifoOmegaStop(alive func(pool, rs int) bool) {
 	for i, p := range l.pools {
 		if !p.VS.Omega {
 			continue
 		}
 		for j, rs := range p.VS.RealServers {
-			if i < len(l.states) && j < len(l.states[i]) && l.states[i][j].Alive {
+			if alive(i, j) {
 				l.fifoRS(p.VS, rs, false)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,6 +111,11 @@ type LVS struct {
 	// say.
 	held    []func()
 	holding bool
+	// pending keeps a verdict's notifications (its real server's, its
+	// pool's quorum) until the kernel holds what the verdict changed:
+	// see tell. verdict is true while a verdict is being applied.
+	pending []note
+	verdict bool
 	// syncdOK is false while the sync daemons are not as wanted: the
 	// resync tries again.
 	syncdOK bool
@@ -264,10 +270,9 @@ func (l *LVS) Want() ipvs.Table {
 }
 
 // advance moves pool i's quorum state after a change of its real servers'
-// states or drains, and gives the notifications of a transition: the
-// e-mail (queued), the log, quorum_up or quorum_down, the FIFO line
-// (keepalived logs first, then do_vs_notifies: the script, the FIFO
-// line, the e-mail).
+// states or drains, and gives the notifications of a transition (tell):
+// the log, quorum_up or quorum_down, the FIFO line, the e-mail (queued),
+// as keepalived logs and then runs do_vs_notifies.
 func (l *LVS) advance(i int) {
 	p := l.pools[i]
 	init := p.init
@@ -279,10 +284,9 @@ func (l *LVS) advance(i int) {
 	if p.VS.SMTPAlert && l.Alerts != nil {
 		sum = int64(Weigh(p.VS, l.states[i], l.drained, up).Sum)
 	}
-	l.say(func() {
-		if p.VS.SMTPAlert && l.Alerts != nil {
-			l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, up, init, sum))
-		}
+	// keepalived's order (ipwrapper.c update_quorum_state,
+	// do_vs_notifies): the log line, the script, the FIFO line, the mail.
+	l.tell(i, -1, func() {
 		lvl := slog.LevelInfo
 		if !up {
 			lvl = slog.LevelWarn
@@ -292,6 +296,9 @@ func (l *LVS) advance(i int) {
 			l.Notify(s)
 		}
 		l.fifoVS(p.VS, up)
+		if p.VS.SMTPAlert && l.Alerts != nil {
+			l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, up, init, sum))
+		}
 	})
 }
 
@@ -317,6 +324,48 @@ func (l *LVS) release() {
 	l.held, l.holding = nil, false
 	for _, f := range held {
 		f()
+	}
+}
+
+// A note is a verdict's notification that waits for the kernel: of real
+// server rs of pool (its notify_up or notify_down, FIFO line and mail),
+// or of the pool's quorum (rs -1), in generation gen.
+type note struct {
+	gen, pool, rs int
+	f             func()
+}
+
+// tell gives a notification of pool's real server rs (-1: of its
+// quorum). While a verdict is applied (l.verdict) it waits in pending
+// until the kernel holds the change, as keepalived notifies only once its
+// ipvs_cmd has succeeded (ipwrapper.c perform_svr_state: on a failure
+// the real server keeps its state, its notifies are not run, and the
+// next check tries again). A notification of the same real server (or
+// quorum) still waiting is the opposite transition, which the kernel
+// never held either: the two cancel, and neither is given, as keepalived
+// would have seen no change. Otherwise tell is say.
+func (l *LVS) tell(pool, rs int, f func()) {
+	if !l.verdict {
+		l.say(f)
+		return
+	}
+	for i, n := range l.pending {
+		if n.gen == l.gen && n.pool == pool && n.rs == rs {
+			l.pending = slices.Delete(l.pending, i, i+1)
+			return
+		}
+	}
+	l.pending = append(l.pending, note{l.gen, pool, rs, f})
+}
+
+// told gives the verdicts' notifications that waited for the kernel, in
+// their order, after the start's (release): the kernel now holds them.
+func (l *LVS) told() {
+	l.release()
+	pending := l.pending
+	l.pending = nil
+	for _, n := range pending {
+		n.f()
 	}
 }
 
@@ -381,9 +430,10 @@ func (l *LVS) Run(ctx context.Context) error {
 			if u.gen != l.gen || u.pool >= len(l.states) || u.rs >= len(l.states[u.pool]) || l.states[u.pool][u.rs] == u.st {
 				continue
 			}
+			l.verdict = true
 			if was := l.states[u.pool][u.rs].Alive; was != u.st.Alive {
 				vs, rs, alive := l.pools[u.pool].VS, l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive
-				l.say(func() {
+				l.tell(u.pool, u.rs, func() {
 					if s := script.RealServer(rs, alive); s != nil {
 						l.Notify(s)
 					}
@@ -395,8 +445,9 @@ func (l *LVS) Run(ctx context.Context) error {
 			}
 			l.states[u.pool][u.rs] = u.st
 			l.advance(u.pool)
+			l.verdict = false
 			if first || !l.wantOK {
-				continue // the pending full sync takes it
+				continue // the pending full sync takes it, and tells
 			}
 			// Only this pool's services: a verdict costs the same
 			// whatever the size of the table.
@@ -414,6 +465,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				continue
 			}
 			l.serving(true)
+			l.told()
 		case <-retry.C:
 			began := time.Now()
 			l.wantOK = true
@@ -424,7 +476,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				retry.Reset(backoff)
 				backoff = min(2*backoff, l.RetryMax)
 				l.serving(false)
-				l.release()
+				l.release() // the start's, not the verdicts'
 				continue
 			}
 			backoff = l.RetryMin
@@ -452,7 +504,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				l.log.Info("ipvs: Maglev destinations put back in their order (the kernel's differed)",
 					"service", m.key.String(), "moved", m.moved)
 			}
-			l.release()
+			l.told()
 			if (res.Read || l.reloaded) && l.AfterFullSync != nil {
 				l.AfterFullSync()
 			}
@@ -496,15 +548,34 @@ func (l *LVS) syncState() bool {
 // in every case (keepalived's ipvs_stop). The sync daemons stop.
 func (l *LVS) stop() error {
 	l.release() // stopped before the first sync
+	// A verdict the kernel never took is not told, and its real server
+	// stops as it was told last: as keepalived's checker, whose failed
+	// ipvs_cmd left the real server as it was (its omega notify_down at
+	// stop follows rs->alive).
+	states := l.states
+	if len(l.pending) > 0 {
+		states = make([][]RealState, len(l.states))
+		for i := range l.states {
+			states[i] = slices.Clone(l.states[i])
+		}
+		for _, n := range l.pending {
+			if n.gen == l.gen && n.rs >= 0 && n.pool < len(states) && n.rs < len(states[n.pool]) {
+				states[n.pool][n.rs].Alive = !states[n.pool][n.rs].Alive
+			}
+		}
+		l.log.Warn("stopping with verdicts the kernel never took: their notifications are not given", "notifications", len(l.pending))
+		l.pending = nil
+	}
+	alive := func(i, j int) bool { return i < len(states) && j < len(states[i]) && states[i][j].Alive }
 	g := l.cfg.Global
 	if !l.KeepOnStop {
-		l.fifoOmegaStop()
+		l.fifoOmegaStop(alive)
 		for i, p := range l.pools {
 			if p.VS.Omega && l.Alerts != nil {
 				// keepalived's clear_service_vs with omega: each live real
 				// server, then the virtual server, "=> Shutting down <=".
 				for j, rs := range p.VS.RealServers {
-					if rs.SMTPAlert && i < len(l.states) && j < len(l.states[i]) && l.states[i][j].Alive {
+					if rs.SMTPAlert && alive(i, j) {
 						l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, rs))
 					}
 				}
@@ -517,13 +588,13 @@ func (l *LVS) stop() error {
 			if !p.VS.Omega {
 				continue
 			}
-			if g.LVSFlushOnStop == config.FlushNone && i < len(l.states) {
-				w := Weigh(p.VS, l.states[i], l.drained, p.quorumUp)
+			if g.LVSFlushOnStop == config.FlushNone && i < len(states) {
+				w := Weigh(p.VS, states[i], l.drained, p.quorumUp)
 				for j, rs := range p.VS.RealServers {
-					if j >= len(l.states[i]) || rs.NotifyDown() == nil {
+					if j >= len(states[i]) || rs.NotifyDown() == nil {
 						continue
 					}
-					if w.Reals[j].In && l.states[i][j].Alive {
+					if w.Reals[j].In && alive(i, j) {
 						l.Notify(rs.NotifyDown())
 					}
 				}

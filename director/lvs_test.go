@@ -485,13 +485,15 @@ func TestLVSTellsQuorumAfterTheTable(t *testing.T) {
 			synctest.Wait()
 			cancel()
 			<-done
-			services := 1
+			// The start's quorum is told once the first sync was tried,
+			// whatever came of it; the verdict's only once the kernel took
+			// it (TestLVSTellsVerdictsAfterTheKernel): never, broken.
+			want := []string{"/bin/up with 1 services", "/bin/down with 1 services"}
 			if broken {
-				services = 0
+				want = []string{"/bin/up with 0 services"}
 			}
-			want := []string{fmt.Sprintf("/bin/up with %d services", services), fmt.Sprintf("/bin/down with %d services", services)}
-			if !reflect.DeepEqual(told[:min(2, len(told))], want) {
-				t.Errorf("broken %v: told %q, want %q first", broken, told, want)
+			if !reflect.DeepEqual(told, want) {
+				t.Errorf("broken %v: told %q, want %q", broken, told, want)
 			}
 			// The log says the table first, then the quorum.
 			var msgs []string
@@ -510,4 +512,114 @@ func TestLVSTellsQuorumAfterTheTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLVSTellsVerdictsAfterTheKernel: a verdict's notifications (the
+// real server's notify_down, then the quorum's) come once the kernel
+// holds what it changed, as keepalived's perform_svr_state runs its
+// ipvs_cmd first and notifies only when that succeeded. While the kernel
+// refuses, they wait for the retry; a real server that comes back before
+// the kernel ever took it down is told nothing, as keepalived, whose real
+// server never left, would tell nothing.
+func TestLVSTellsVerdictsAfterTheKernel(t *testing.T) {
+	conf := quorumConf("    quorum_up /bin/qup\n    quorum_down /bin/qdown\n")
+	conf = strings.Replace(conf, "TCP_CHECK { }", "notify_up /bin/up\n        notify_down /bin/down\n        TCP_CHECK { }", 1)
+	for _, c := range []struct {
+		name    string
+		broken  bool     // the kernel refuses the verdict's change
+		flapped bool     // the real server is back before the kernel mends
+		want    []string // told after the start's /bin/qup
+	}{
+		{"kernel takes it", false, false, []string{"/bin/down with 1 destinations", "/bin/qdown with 1 destinations"}},
+		{"kernel refuses, then mends", true, false, []string{"/bin/down with 1 destinations", "/bin/qdown with 1 destinations"}},
+		{"back before the kernel mends", true, true, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := parse(t, conf)
+				k := newFakeKernel()
+				l, err := NewLVS(cfg, k, slog.New(&records{}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var told []string // each notification, with the kernel's destinations then
+				l.Notify = func(s *config.Script) {
+					n := 0
+					for _, ln := range k.lines() {
+						if strings.HasPrefix(ln, "-a ") {
+							n++
+						}
+					}
+					told = append(told, fmt.Sprintf("%s with %d destinations", s.Command, n))
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error)
+				go func() { done <- l.Run(ctx) }()
+				synctest.Wait()
+				if want := []string{"/bin/qup with 2 destinations"}; !reflect.DeepEqual(told, want) {
+					t.Fatalf("at the start: told %q, want %q", told, want)
+				}
+				told = nil
+				k.breaks(c.broken)
+				l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
+				synctest.Wait()
+				if c.broken {
+					if len(told) > 0 {
+						t.Errorf("the kernel refusing: told %q", told)
+					}
+					if c.flapped {
+						l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 1})
+						synctest.Wait()
+					}
+					k.breaks(false)
+					time.Sleep(l.RetryMin) // the retry's full sync
+					synctest.Wait()
+				}
+				if !reflect.DeepEqual(told, c.want) {
+					t.Errorf("told %q, want %q", told, c.want)
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
+}
+
+// TestLVSStopsAsLastTold: a real server whose down verdict the kernel
+// never took stops as it was last told, alive: with omega, its
+// notify_down and FIFO line run at stop, as keepalived's clear_service_rs
+// runs them for a real server its failed ipvs_cmd left alive; the
+// verdict's own notifications are never given.
+func TestLVSStopsAsLastTold(t *testing.T) {
+	conf := quorumConf("    omega\n    quorum_down /bin/qdown\n")
+	conf = strings.Replace(conf, "TCP_CHECK { }", "notify_down /bin/down\n        TCP_CHECK { }", 1)
+	synctest.Test(t, func(t *testing.T) {
+		cfg := parse(t, conf)
+		k := newFakeKernel()
+		l, err := NewLVS(cfg, k, slog.New(&records{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var told []string
+		l.Notify = func(s *config.Script) { told = append(told, s.Command) }
+		var fifo []string
+		l.FIFO = func(line string) { fifo = append(fifo, strings.TrimSpace(line)) }
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- l.Run(ctx) }()
+		synctest.Wait()
+		told, fifo = nil, nil
+		k.breaks(true)
+		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
+		synctest.Wait()
+		cancel()
+		<-done
+		if want := []string{"/bin/down", "/bin/qdown"}; !reflect.DeepEqual(told, want) {
+			t.Errorf("told %q, want %q: at stop, of the real server as last told", told, want)
+		}
+		want := []string{"RS [10.0.0.1]:tcp:80 [192.0.2.1]:tcp:80 DOWN", "RS [10.0.0.2]:tcp:80 [192.0.2.1]:tcp:80 DOWN", "VS [192.0.2.1]:tcp:80 DOWN"}
+		if !reflect.DeepEqual(fifo, want) {
+			t.Errorf("FIFO %q, want %q: both real servers as last told", fifo, want)
+		}
+	})
 }
