@@ -286,7 +286,7 @@ func (l *LVS) advance(i int) {
 	}
 	// keepalived's order (ipwrapper.c update_quorum_state,
 	// do_vs_notifies): the log line, the script, the FIFO line, the mail.
-	l.tell(i, -1, func() {
+	l.tell(i, -1, noteState, up, func() {
 		lvl := slog.LevelInfo
 		if !up {
 			lvl = slog.LevelWarn
@@ -327,46 +327,107 @@ func (l *LVS) release() {
 	}
 }
 
-// A note is a verdict's notification that waits for the kernel: of real
-// server rs of pool (its notify_up or notify_down, FIFO line and mail),
-// or of the pool's quorum (rs -1), in generation gen.
+// A note is a notification that waits for the kernel: of real server rs
+// of pool (kind state: its notify_up or notify_down and FIFO line; kind
+// mail: its e-mail), or of the pool's quorum (rs -1), a transition to up
+// or down, in generation gen.
 type note struct {
 	gen, pool, rs int
+	kind          noteKind
+	up            bool
 	f             func()
 }
 
+type noteKind uint8
+
+const (
+	noteState noteKind = iota
+	noteMail
+)
+
 // tell gives a notification of pool's real server rs (-1: of its
-// quorum). While a verdict is applied (l.verdict) it waits in pending
-// until the kernel holds the change, as keepalived notifies only once its
-// ipvs_cmd has succeeded (ipwrapper.c perform_svr_state: on a failure
-// the real server keeps its state, its notifies are not run, and the
-// next check tries again). A notification of the same real server (or
-// quorum) still waiting is the opposite transition, which the kernel
-// never held either: the two cancel, and neither is given, as keepalived
-// would have seen no change. Otherwise tell is say.
-func (l *LVS) tell(pool, rs int, f func()) {
-	if !l.verdict {
-		l.say(f)
-		return
-	}
+// quorum), a transition to up. While a verdict is applied (l.verdict) it
+// waits in pending until the kernel holds that pool as wanted, as
+// keepalived notifies only once its ipvs_cmd has succeeded (ipwrapper.c
+// perform_svr_state: on a failure the real server keeps its state, its
+// notifies are not run, and the next check tries again). A verdict's
+// transition opposite to the last one still waiting of the same real
+// server (or quorum) cancels it, and neither is given: the kernel never
+// held the first, and keepalived would have seen no change. Any other
+// notification (a drain's, a reload's quorum) waits behind one of the
+// same real server or quorum, so that what is told keeps its order;
+// without one it is say.
+func (l *LVS) tell(pool, rs int, kind noteKind, up bool, f func()) {
+	last := -1
 	for i, n := range l.pending {
-		if n.gen == l.gen && n.pool == pool && n.rs == rs {
-			l.pending = slices.Delete(l.pending, i, i+1)
-			return
+		if n.gen == l.gen && n.pool == pool && n.rs == rs && n.kind == kind {
+			last = i
 		}
 	}
-	l.pending = append(l.pending, note{l.gen, pool, rs, f})
+	switch {
+	case !l.verdict && last < 0:
+		l.say(f)
+		return
+	case l.verdict && last >= 0 && l.pending[last].up != up:
+		l.pending = slices.Delete(l.pending, last, last+1)
+		return
+	}
+	l.pending = append(l.pending, note{l.gen, pool, rs, kind, up, f})
 }
 
-// told gives the verdicts' notifications that waited for the kernel, in
-// their order, after the start's (release): the kernel now holds them.
-func (l *LVS) told() {
+// told gives the start's notifications (release), then those waiting
+// for the kernel of the pools holds says the kernel now holds as wanted
+// (nil: all of them), in their order.
+func (l *LVS) told(holds func(pool int) bool) {
 	l.release()
-	pending := l.pending
-	l.pending = nil
-	for _, n := range pending {
+	var give []note
+	keep := l.pending[:0]
+	for _, n := range l.pending {
+		if holds == nil || n.gen != l.gen || holds(n.pool) {
+			give = append(give, n)
+		} else {
+			keep = append(keep, n)
+		}
+	}
+	clear(l.pending[len(keep):])
+	l.pending = keep
+	for _, n := range give {
 		n.f()
 	}
+}
+
+// giveWaiting gives every notification waiting for the kernel, at a
+// reload (whose new pools do not share the old ones' indices): after the
+// start's, if those are still held.
+func (l *LVS) giveWaiting() {
+	waiting := l.pending
+	l.pending = nil
+	for _, n := range waiting {
+		l.say(n.f)
+	}
+}
+
+// toldAfterFailure gives, after a full sync that failed, the
+// notifications of the pools none of whose services failed, when err
+// says which failed (ipvs.FailedServices): the others' changes are in
+// the kernel, as keepalived's are, one ipvs_cmd each.
+func (l *LVS) toldAfterFailure(err error) {
+	failed, known := ipvs.FailedServices(err)
+	if !known {
+		l.release()
+		return
+	}
+	l.told(func(i int) bool {
+		if i >= len(l.pools) {
+			return false
+		}
+		for _, k := range l.pools[i].Keys {
+			if failed[k] {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // advanceAll is advance for every pool: at the start, and after a drain
@@ -430,21 +491,27 @@ func (l *LVS) Run(ctx context.Context) error {
 			if u.gen != l.gen || u.pool >= len(l.states) || u.rs >= len(l.states[u.pool]) || l.states[u.pool][u.rs] == u.st {
 				continue
 			}
+			// keepalived's order: the real server's script and FIFO line
+			// (perform_svr_state's do_rs_notifies), its quorum's
+			// (update_quorum_state), then the checker's mail.
 			l.verdict = true
-			if was := l.states[u.pool][u.rs].Alive; was != u.st.Alive {
-				vs, rs, alive := l.pools[u.pool].VS, l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive
-				l.tell(u.pool, u.rs, func() {
+			changed := l.states[u.pool][u.rs].Alive != u.st.Alive
+			vs, rs, alive := l.pools[u.pool].VS, l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive
+			if changed {
+				l.tell(u.pool, u.rs, noteState, alive, func() {
 					if s := script.RealServer(rs, alive); s != nil {
 						l.Notify(s)
 					}
 					l.fifoRS(vs, rs, alive)
-					if rs.SMTPAlert && l.Alerts != nil {
-						l.Alerts.Send(alert.RealServer(l.Alerts.RouterID(), vs, rs, alive))
-					}
 				})
 			}
 			l.states[u.pool][u.rs] = u.st
 			l.advance(u.pool)
+			if changed && rs.SMTPAlert && l.Alerts != nil {
+				l.tell(u.pool, u.rs, noteMail, alive, func() {
+					l.Alerts.Send(alert.RealServer(l.Alerts.RouterID(), vs, rs, alive))
+				})
+			}
 			l.verdict = false
 			if first || !l.wantOK {
 				continue // the pending full sync takes it, and tells
@@ -465,7 +532,8 @@ func (l *LVS) Run(ctx context.Context) error {
 				continue
 			}
 			l.serving(true)
-			l.told()
+			pool := u.pool
+			l.told(func(i int) bool { return i == pool })
 		case <-retry.C:
 			began := time.Now()
 			l.wantOK = true
@@ -476,7 +544,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				retry.Reset(backoff)
 				backoff = min(2*backoff, l.RetryMax)
 				l.serving(false)
-				l.release() // the start's, not the verdicts'
+				l.toldAfterFailure(err) // and the start's (release)
 				continue
 			}
 			backoff = l.RetryMin
@@ -504,7 +572,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				l.log.Info("ipvs: Maglev destinations put back in their order (the kernel's differed)",
 					"service", m.key.String(), "moved", m.moved)
 			}
-			l.told()
+			l.told(nil)
 			if (res.Read || l.reloaded) && l.AfterFullSync != nil {
 				l.AfterFullSync()
 			}
@@ -549,17 +617,26 @@ func (l *LVS) syncState() bool {
 func (l *LVS) stop() error {
 	l.release() // stopped before the first sync
 	// A verdict the kernel never took is not told, and its real server
-	// stops as it was told last: as keepalived's checker, whose failed
-	// ipvs_cmd left the real server as it was (its omega notify_down at
-	// stop follows rs->alive).
+	// and quorum stop as they were told last: as keepalived's checker,
+	// whose failed ipvs_cmd left the real server as it was (its omega
+	// notify_down at stop follows rs->alive). Each waiting note is a
+	// transition not told.
 	states := l.states
+	quorumUp := make([]bool, len(l.pools))
+	for i, p := range l.pools {
+		quorumUp[i] = p.quorumUp
+	}
 	if len(l.pending) > 0 {
 		states = make([][]RealState, len(l.states))
 		for i := range l.states {
 			states[i] = slices.Clone(l.states[i])
 		}
 		for _, n := range l.pending {
-			if n.gen == l.gen && n.rs >= 0 && n.pool < len(states) && n.rs < len(states[n.pool]) {
+			switch {
+			case n.gen != l.gen || n.kind != noteState || n.pool >= len(states):
+			case n.rs < 0:
+				quorumUp[n.pool] = !quorumUp[n.pool]
+			case n.rs < len(states[n.pool]):
 				states[n.pool][n.rs].Alive = !states[n.pool][n.rs].Alive
 			}
 		}
@@ -589,7 +666,7 @@ func (l *LVS) stop() error {
 				continue
 			}
 			if g.LVSFlushOnStop == config.FlushNone && i < len(states) {
-				w := Weigh(p.VS, states[i], l.drained, p.quorumUp)
+				w := Weigh(p.VS, states[i], l.drained, quorumUp[i])
 				for j, rs := range p.VS.RealServers {
 					if j >= len(states[i]) || rs.NotifyDown() == nil {
 						continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -591,7 +592,15 @@ func TestLVSTellsVerdictsAfterTheKernel(t *testing.T) {
 // runs them for a real server its failed ipvs_cmd left alive; the
 // verdict's own notifications are never given.
 func TestLVSStopsAsLastTold(t *testing.T) {
-	conf := quorumConf("    omega\n    quorum_down /bin/qdown\n")
+	// With a sorry server, whether the real servers are in the table at
+	// stop depends on the quorum as last told (up) too.
+	for _, sorry := range []string{"", "    sorry_server 10.0.0.9 80\n"} {
+		t.Run(fmt.Sprintf("sorry %v", sorry != ""), func(t *testing.T) { stopsAsLastTold(t, sorry) })
+	}
+}
+
+func stopsAsLastTold(t *testing.T, sorry string) {
+	conf := quorumConf("    omega\n    quorum_down /bin/qdown\n" + sorry)
 	conf = strings.Replace(conf, "TCP_CHECK { }", "notify_down /bin/down\n        TCP_CHECK { }", 1)
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, conf)
@@ -621,5 +630,158 @@ func TestLVSStopsAsLastTold(t *testing.T) {
 		if !reflect.DeepEqual(fifo, want) {
 			t.Errorf("FIFO %q, want %q: both real servers as last told", fifo, want)
 		}
+	})
+}
+
+// twoPools is two virtual servers, each of one real server (notify_down
+// /bin/downN) and quorum 1 (quorum_down /bin/qdownN, quorum_up /bin/qupN).
+const twoPools = `
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    quorum 1
+    quorum_up /bin/qup1
+    quorum_down /bin/qdown1
+    real_server 10.0.0.1 80 {
+        notify_down /bin/down1
+        TCP_CHECK { }
+    }
+}
+virtual_server 192.0.2.2 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    quorum 1
+    quorum_up /bin/qup2
+    quorum_down /bin/qdown2
+    real_server 10.0.0.2 80 {
+        notify_down /bin/down2
+        TCP_CHECK { }
+    }
+}
+`
+
+// refuse makes k refuse every operation on the service at addr.
+func refuse(k *fakeKernel, addr string) {
+	a := netip.MustParseAddr(addr)
+	k.SetFail(func(o *ipvs.Op) syscall.Errno {
+		if o.Service.Addr == a {
+			return syscall.ENOMEM
+		}
+		return 0
+	})
+}
+
+// TestLVSTellsPerPool: a pool's verdict is told once the kernel holds
+// that pool, whatever another pool's services do: a service the kernel
+// keeps refusing holds back its own pool's notifications only, as
+// keepalived's ipvs_cmd is per real server.
+func TestLVSTellsPerPool(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		refused  string // the service the kernel refuses
+		fromZero bool   // from the start (the first sync never succeeds)
+		verdict  int    // the pool whose real server fails
+		want     []string
+	}{
+		{"other refused from the start", "192.0.2.2", true, 0, []string{"/bin/down1 with 10.0.0.1 gone", "/bin/qdown1 with 10.0.0.1 gone"}},
+		{"other refused later", "192.0.2.2", false, 0, []string{"/bin/down1 with 10.0.0.1 gone", "/bin/qdown1 with 10.0.0.1 gone"}},
+		{"own refused later", "192.0.2.1", false, 0, nil},
+		{"own refused, the other's verdict", "192.0.2.1", false, 1, []string{"/bin/down2 with 10.0.0.2 gone", "/bin/qdown2 with 10.0.0.2 gone"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := newFakeKernel()
+				if c.fromZero {
+					refuse(k, c.refused)
+				}
+				l, err := NewLVS(parse(t, twoPools), k, slog.New(&records{}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var told []string
+				rsAddr := []string{"10.0.0.1", "10.0.0.2"}[c.verdict]
+				l.Notify = func(s *config.Script) {
+					if strings.HasPrefix(s.Command, "/bin/qup") {
+						return // the start's
+					}
+					state := "there"
+					if !strings.Contains(strings.Join(k.lines(), "\n"), rsAddr+":80") {
+						state = "gone"
+					}
+					told = append(told, fmt.Sprintf("%s with %s %s", s.Command, rsAddr, state))
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error)
+				go func() { done <- l.Run(ctx) }()
+				synctest.Wait()
+				if !c.fromZero {
+					refuse(k, c.refused)
+				}
+				if c.verdict == 1 {
+					// The refused pool's verdict first: its retry fails.
+					l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
+					synctest.Wait()
+					time.Sleep(l.RetryMin)
+					synctest.Wait()
+					told = nil
+				}
+				l.Report(ctx, c.verdict, 0, RealState{Alive: false, Weight: 1})
+				synctest.Wait()
+				time.Sleep(l.RetryMax) // the retries' full syncs, still refused
+				synctest.Wait()
+				if !reflect.DeepEqual(told, c.want) {
+					t.Errorf("told %q, want %q", told, c.want)
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
+}
+
+// TestLVSTellsDrainsInOrder: a drain's quorum change that comes while a
+// verdict's waits for the kernel waits behind it, so that the quorum told
+// alternates: a verdict's down, the drain's up, all given once the
+// kernel mends.
+func TestLVSTellsDrainsInOrder(t *testing.T) {
+	conf := strings.Replace(quorumConf("    quorum_up /bin/qup\n    quorum_down /bin/qdown\n"), "quorum 2", "quorum 1", 1)
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		l, err := NewLVS(parse(t, conf), k, slog.New(&records{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var told []string
+		l.Notify = func(s *config.Script) { told = append(told, s.Command) }
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- l.Run(ctx) }()
+		synctest.Wait()
+		rs2 := netip.MustParseAddrPort("10.0.0.2:80")
+		if err := l.Drain(ctx, rs2, true); err != nil { // quorum 1 still met by 10.0.0.1
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		told = nil
+		k.breaks(true)
+		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1}) // quorum lost: waits
+		synctest.Wait()
+		if err := l.Drain(ctx, rs2, false); err != nil { // quorum won again: waits behind
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if len(told) > 0 {
+			t.Errorf("the kernel refusing: told %q", told)
+		}
+		k.breaks(false)
+		time.Sleep(l.RetryMax)
+		synctest.Wait()
+		if want := []string{"/bin/qdown", "/bin/qup"}; !reflect.DeepEqual(told, want) {
+			t.Errorf("told %q, want %q", told, want)
+		}
+		cancel()
+		<-done
 	})
 }

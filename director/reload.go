@@ -94,6 +94,10 @@ func (l *LVS) Reload(ctx context.Context, cfg *config.Config, seeds []Seed) (int
 				rerr = errors.Join(rerr, err)
 			}
 		}
+		// What still waits for the kernel is of the old file's pools,
+		// whose indices the new one's do not share: given now, before
+		// the new file's own, so that what is told keeps its order.
+		l.giveWaiting()
 		l.cfg, l.pools, l.states = cfg, pools, states
 		l.advanceAll()
 		l.gen++

@@ -20,6 +20,10 @@ type Error struct {
 	Op     string // "add service", "delete destination", ...
 	Object string // "TCP 192.0.2.1:80", "192.0.2.10:80 of TCP 192.0.2.1:80"
 	Err    error
+	// Service is the service of the operation that failed (Apply,
+	// Validate), nil for an error of no one operation's (a dump, the
+	// socket): what a caller tells its services apart by.
+	Service *ServiceKey
 }
 
 func (e *Error) Error() string {
@@ -95,7 +99,40 @@ func KernelError(op, object string, errno syscall.Errno) error {
 
 // OpError is the error Apply reports when the kernel answers o with errno.
 func OpError(o *Op, errno syscall.Errno) error {
-	return KernelError(o.Kind.String(), o.object(), errno)
+	return o.fail(errnoError(o.Kind.String(), errno, ""))
+}
+
+// fail is o's Error, err its cause.
+func (o *Op) fail(err error) *Error {
+	k := o.Service.ServiceKey
+	return &Error{Op: o.Kind.String(), Object: o.object(), Err: err, Service: &k}
+}
+
+// FailedServices is the set of services whose operations err (Apply's,
+// one error or several joined) reports failed, and whether every error
+// in it is one operation's: when not (a dump failed, the socket broke),
+// which services the kernel holds as asked is not known.
+func FailedServices(err error) (failed map[ServiceKey]bool, known bool) {
+	failed, known = map[ServiceKey]bool{}, true
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var e *Error
+		if errors.As(err, &e) && e.Service != nil {
+			failed[*e.Service] = true
+			return
+		}
+		known = false
+	}
+	if err != nil {
+		walk(err)
+	}
+	return failed, known
 }
 
 // ErrUnavailable is returned by Dial when the kernel has no IPVS.

@@ -98,7 +98,7 @@ func (o *Op) message() (genetlink.Message, error) {
 // netmask too long), or nil.
 func (o *Op) Validate() error {
 	if _, err := o.message(); err != nil {
-		return &Error{Op: o.Kind.String(), Object: o.object(), Err: err}
+		return o.fail(err)
 	}
 	return nil
 }
@@ -133,7 +133,7 @@ func (c *Client) applyBatch(ops []Op) []error {
 	for i := range ops {
 		m, err := ops[i].message()
 		if err != nil {
-			errs = append(errs, &Error{Op: ops[i].Kind.String(), Object: ops[i].object(), Err: err})
+			errs = append(errs, ops[i].fail(err))
 			continue
 		}
 		msgs = append(msgs, c.request(m, 0))
@@ -151,7 +151,7 @@ func (c *Client) applyBatch(ops []Op) []error {
 	defer c.mu.Unlock()
 	if err := c.recover(); err != nil {
 		for _, i := range index {
-			errs = append(errs, &Error{Op: ops[i].Kind.String(), Object: ops[i].object(), Err: err})
+			errs = append(errs, ops[i].fail(err))
 		}
 		return errs
 	}
@@ -160,7 +160,7 @@ func (c *Client) applyBatch(ops []Op) []error {
 	if err != nil {
 		c.broken = true
 		for _, i := range index {
-			errs = append(errs, &Error{Op: ops[i].Kind.String(), Object: ops[i].object(), Err: err})
+			errs = append(errs, ops[i].fail(err))
 		}
 		return errs
 	}
@@ -172,8 +172,7 @@ func (c *Client) applyBatch(ops []Op) []error {
 	next := 0
 	fail := func(j int, err error) {
 		i := index[j]
-		op := ops[i].Kind.String()
-		errs = append(errs, &Error{Op: op, Object: ops[i].object(), Err: explain(op, err)})
+		errs = append(errs, ops[i].fail(explain(ops[i].Kind.String(), err)))
 	}
 	failRest := func(err error) {
 		c.broken = true // the rest of the answers may still come

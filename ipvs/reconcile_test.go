@@ -1,6 +1,8 @@
 package ipvs_test
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -397,5 +399,22 @@ func BenchmarkDiffIntoEmpty(b *testing.B) {
 		if ops := ipvs.Diff(want, ipvs.Table{}, nil); len(ops) != 11000 {
 			b.Fatalf("%d ops", len(ops))
 		}
+	}
+}
+
+// TestFailedServices: Apply's joined errors name the services whose
+// operations failed; an error of no operation's makes the set unknown.
+func TestFailedServices(t *testing.T) {
+	a := ipvs.Op{Kind: ipvs.DelDest, Service: ipvs.Service{ServiceKey: ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.1:80"))}}
+	b := ipvs.Op{Kind: ipvs.AddService, Service: ipvs.Service{ServiceKey: ipvs.AddrKey(ipvs.TCP, netip.MustParseAddrPort("192.0.2.2:80"))}}
+	failed, known := ipvs.FailedServices(errors.Join(ipvs.OpError(&a, syscall.ENOMEM), fmt.Errorf("batch: %w", ipvs.OpError(&b, syscall.EINVAL))))
+	if !known || len(failed) != 2 || !failed[a.Service.ServiceKey] || !failed[b.Service.ServiceKey] {
+		t.Errorf("two operations' errors: %v, known %v", failed, known)
+	}
+	if _, known := ipvs.FailedServices(errors.Join(ipvs.OpError(&a, syscall.ENOMEM), &ipvs.Error{Op: "list services", Err: syscall.EIO})); known {
+		t.Error("with a dump's error: known")
+	}
+	if failed, known := ipvs.FailedServices(nil); !known || len(failed) != 0 {
+		t.Errorf("nil: %v, %v", failed, known)
 	}
 }
