@@ -68,12 +68,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "directord %s\n", version)
 		return exitOK
 	}
-	if heapgoal.Wanted(os.LookupEnv) {
-		// The collector's headroom bounded when the live heap is large
-		// (10,000 kept TLS connections); GOGC or GOMEMLIMIT in the
-		// environment (/etc/default/directord) leaves it as Go's.
-		heapgoal.New().Start()
-	}
 	if path := os.Getenv("DIRECTORD_CPUPROFILE"); path != "" {
 		// A diagnostic for benchmarks (docs/benchmarks.md): the daemon's
 		// CPU profile until it ends.
@@ -137,6 +131,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		return scriptTest(cfg, stderr)
+	}
+	if heapgoal.Wanted(os.LookupEnv) {
+		// The daemon's collector headroom bounded when the live heap is
+		// large (10,000 kept TLS connections); GOGC or GOMEMLIMIT in the
+		// environment (/etc/default/directord) leaves it as Go's.
+		heapgoal.New().Start()
 	}
 	return daemonMain(o, cfg, stderr)
 }

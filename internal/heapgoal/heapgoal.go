@@ -14,7 +14,7 @@
 // the headroom is Floor (12 MiB) or a quarter of the live heap, whichever
 // is larger, and never more than Go's default: below Floor of live heap
 // nothing changes. At 47 MB live the heap's goal is 59 MB instead of 94 MB,
-// for about a tenth more CPU per check (docs/benchmarks.md).
+// for about a sixth more CPU per check (docs/benchmarks.md).
 //
 // It is a setting of the collector's, decided here alone, and the operator's
 // word comes first: when GOGC or GOMEMLIMIT is in the environment, Wanted
@@ -49,11 +49,11 @@ func Percent(live uint64) int {
 
 // Wanted reports whether a Pacer should run, given the environment's
 // lookup (os.LookupEnv): not when the operator has set GOGC or
-// GOMEMLIMIT.
+// GOMEMLIMIT to a value.
 func Wanted(lookup func(string) (string, bool)) bool {
-	_, gogc := lookup("GOGC")
-	_, limit := lookup("GOMEMLIMIT")
-	return !gogc && !limit
+	gogc, _ := lookup("GOGC") // empty: Go's default, as unset
+	limit, _ := lookup("GOMEMLIMIT")
+	return gogc == "" && limit == ""
 }
 
 // A Pacer sets the collector's percentage after each collection. Its zero
@@ -77,8 +77,8 @@ func New() *Pacer { return &Pacer{Live: liveHeap, Set: debug.SetGCPercent} }
 // found, when that differs from the one it set last.
 func (p *Pacer) Start() { p.arm() }
 
-// Stop ends the Pacer after the next collection. The percentage it set
-// last stays.
+// Stop ends the Pacer after the next collection, for good (Start does
+// not arm it again). The percentage it set last stays.
 func (p *Pacer) Stop() { p.stopped.Store(true) }
 
 // sentinel is what a collection frees so that the Pacer hears of it: it

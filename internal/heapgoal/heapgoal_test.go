@@ -44,7 +44,10 @@ func TestWanted(t *testing.T) {
 		t.Error("Wanted with neither GOGC nor GOMEMLIMIT = false")
 	}
 	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
-		if Wanted(env(map[string]string{k: ""})) {
+		if !Wanted(env(map[string]string{k: ""})) {
+			t.Errorf("Wanted with %s empty = false: Go reads it as unset", k)
+		}
+		if Wanted(env(map[string]string{k: "50"})) {
 			t.Errorf("Wanted with %s set = true: the operator's setting comes first", k)
 		}
 	}
