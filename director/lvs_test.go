@@ -539,10 +539,7 @@ func TestLVSTellsVerdictsAfterTheKernel(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cfg := parse(t, conf)
 				k := newFakeKernel()
-				l, err := NewLVS(cfg, k, slog.New(&records{}))
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := newLVS(t, cfg, k)
 				var told []string // each notification, with the kernel's destinations then
 				l.Notify = func(s *config.Script) {
 					n := 0
@@ -553,10 +550,7 @@ func TestLVSTellsVerdictsAfterTheKernel(t *testing.T) {
 					}
 					told = append(told, fmt.Sprintf("%s with %d destinations", s.Command, n))
 				}
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error)
-				go func() { done <- l.Run(ctx) }()
-				synctest.Wait()
+				ctx, stop := settled(t, l)
 				if want := []string{"/bin/qup with 2 destinations"}; !reflect.DeepEqual(told, want) {
 					t.Fatalf("at the start: told %q, want %q", told, want)
 				}
@@ -579,8 +573,7 @@ func TestLVSTellsVerdictsAfterTheKernel(t *testing.T) {
 				if !reflect.DeepEqual(told, c.want) {
 					t.Errorf("told %q, want %q", told, c.want)
 				}
-				cancel()
-				<-done
+				stop()
 			})
 		})
 	}
@@ -605,24 +598,17 @@ func stopsAsLastTold(t *testing.T, sorry string) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, conf)
 		k := newFakeKernel()
-		l, err := NewLVS(cfg, k, slog.New(&records{}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, cfg, k)
 		var told []string
 		l.Notify = func(s *config.Script) { told = append(told, s.Command) }
 		var fifo []string
 		l.FIFO = func(line string) { fifo = append(fifo, strings.TrimSpace(line)) }
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- l.Run(ctx) }()
-		synctest.Wait()
+		ctx, stop := settled(t, l)
 		told, fifo = nil, nil
 		k.breaks(true)
 		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 1})
 		synctest.Wait()
-		cancel()
-		<-done
+		stop()
 		if want := []string{"/bin/down", "/bin/qdown"}; !reflect.DeepEqual(told, want) {
 			t.Errorf("told %q, want %q: at stop, of the real server as last told", told, want)
 		}
@@ -696,10 +682,7 @@ func TestLVSTellsPerPool(t *testing.T) {
 				if c.fromZero {
 					refuse(k, c.refused)
 				}
-				l, err := NewLVS(parse(t, twoPools), k, slog.New(&records{}))
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := newLVS(t, parse(t, twoPools), k)
 				var told []string
 				rsAddr := []string{"10.0.0.1", "10.0.0.2"}[c.verdict]
 				l.Notify = func(s *config.Script) {
@@ -712,10 +695,7 @@ func TestLVSTellsPerPool(t *testing.T) {
 					}
 					told = append(told, fmt.Sprintf("%s with %s %s", s.Command, rsAddr, state))
 				}
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error)
-				go func() { done <- l.Run(ctx) }()
-				synctest.Wait()
+				ctx, stop := settled(t, l)
 				if !c.fromZero {
 					refuse(k, c.refused)
 				}
@@ -734,8 +714,7 @@ func TestLVSTellsPerPool(t *testing.T) {
 				if !reflect.DeepEqual(told, c.want) {
 					t.Errorf("told %q, want %q", told, c.want)
 				}
-				cancel()
-				<-done
+				stop()
 			})
 		})
 	}
@@ -749,16 +728,10 @@ func TestLVSTellsDrainsInOrder(t *testing.T) {
 	conf := strings.Replace(quorumConf("    quorum_up /bin/qup\n    quorum_down /bin/qdown\n"), "quorum 2", "quorum 1", 1)
 	synctest.Test(t, func(t *testing.T) {
 		k := newFakeKernel()
-		l, err := NewLVS(parse(t, conf), k, slog.New(&records{}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newLVS(t, parse(t, conf), k)
 		var told []string
 		l.Notify = func(s *config.Script) { told = append(told, s.Command) }
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- l.Run(ctx) }()
-		synctest.Wait()
+		ctx, stop := settled(t, l)
 		rs2 := netip.MustParseAddrPort("10.0.0.2:80")
 		if err := l.Drain(ctx, rs2, true); err != nil { // quorum 1 still met by 10.0.0.1
 			t.Fatal(err)
@@ -781,7 +754,16 @@ func TestLVSTellsDrainsInOrder(t *testing.T) {
 		if want := []string{"/bin/qdown", "/bin/qup"}; !reflect.DeepEqual(told, want) {
 			t.Errorf("told %q, want %q", told, want)
 		}
-		cancel()
-		<-done
+		stop()
 	})
+}
+
+// settled runs l in the synctest bubble until its start has settled (its
+// first sync tried, whatever came of it); stop ends it.
+func settled(t *testing.T, l *LVS) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	synctest.Wait()
+	return ctx, func() { cancel(); <-done }
 }
