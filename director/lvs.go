@@ -330,12 +330,13 @@ func (l *LVS) release() {
 // A note is a notification that waits for the kernel: of real server rs
 // of pool (kind state: its notify_up or notify_down and FIFO line; kind
 // mail: its e-mail), or of the pool's quorum (rs -1), a transition to up
-// or down, in generation gen.
+// or down. Every note is of the current generation: a reload gives what
+// waits (giveWaiting) before it renumbers the pools.
 type note struct {
-	gen, pool, rs int
-	kind          noteKind
-	up            bool
-	f             func()
+	pool, rs int
+	kind     noteKind
+	up       bool
+	f        func()
 }
 
 type noteKind uint8
@@ -360,7 +361,7 @@ const (
 func (l *LVS) tell(pool, rs int, kind noteKind, up bool, f func()) {
 	last := -1
 	for i, n := range l.pending {
-		if n.gen == l.gen && n.pool == pool && n.rs == rs && n.kind == kind {
+		if n.pool == pool && n.rs == rs && n.kind == kind {
 			last = i
 		}
 	}
@@ -372,7 +373,7 @@ func (l *LVS) tell(pool, rs int, kind noteKind, up bool, f func()) {
 		l.pending = slices.Delete(l.pending, last, last+1)
 		return
 	}
-	l.pending = append(l.pending, note{l.gen, pool, rs, kind, up, f})
+	l.pending = append(l.pending, note{pool, rs, kind, up, f})
 }
 
 // told gives the start's notifications (release), then those waiting
@@ -383,7 +384,7 @@ func (l *LVS) told(holds func(pool int) bool) {
 	var give []note
 	keep := l.pending[:0]
 	for _, n := range l.pending {
-		if holds == nil || n.gen != l.gen || holds(n.pool) {
+		if holds == nil || holds(n.pool) {
 			give = append(give, n)
 		} else {
 			keep = append(keep, n)
@@ -633,7 +634,7 @@ func (l *LVS) stop() error {
 		}
 		for _, n := range l.pending {
 			switch {
-			case n.gen != l.gen || n.kind != noteState || n.pool >= len(states):
+			case n.kind != noteState || n.pool >= len(states):
 			case n.rs < 0:
 				quorumUp[n.pool] = !quorumUp[n.pool]
 			case n.rs < len(states[n.pool]):
