@@ -357,8 +357,8 @@ const (
 // held the first, and keepalived would have seen no change. Any other
 // notification (a drain's, a reload's quorum) waits behind one of the
 // same real server or quorum, so that what is told keeps its order;
-// without one it is say.
-func (l *LVS) tell(pool, rs int, kind noteKind, up bool, f func()) {
+// without one it is say. It reports whether it cancelled.
+func (l *LVS) tell(pool, rs int, kind noteKind, up bool, f func()) (cancelled bool) {
 	last := -1
 	for i, n := range l.pending {
 		if n.pool == pool && n.rs == rs && n.kind == kind {
@@ -368,12 +368,34 @@ func (l *LVS) tell(pool, rs int, kind noteKind, up bool, f func()) {
 	switch {
 	case !l.verdict && last < 0:
 		l.say(f)
-		return
+		return false
 	case l.verdict && last >= 0 && l.pending[last].up != up:
 		l.pending = slices.Delete(l.pending, last, last+1)
-		return
+		return true
 	}
 	l.pending = append(l.pending, note{pool, rs, kind, up, f})
+	return false
+}
+
+// untell puts pool's quorum back as it was last told, when a real
+// server's transition the kernel never held was cancelled (tell): the
+// quorum's transitions still waiting go, and the next advance steps from
+// there. keepalived's quorum moves only with real servers whose ipvs_cmd
+// succeeded (ipwrapper.c perform_svr_state, update_quorum_state), so a
+// real server down and back while the kernel refused moved nothing; with
+// a hysteresis the quorum is not a function of the weights alone, and
+// stepping on from the state the refused verdict left would lose a
+// quorum keepalived keeps (down at a sum of 1, not back at 3 of quorum 3
+// and hysteresis 1, where keepalived, still up, stays up at 3).
+func (l *LVS) untell(pool int) {
+	restored := false
+	l.pending = slices.DeleteFunc(l.pending, func(n note) bool {
+		q := n.pool == pool && n.rs < 0 && n.kind == noteState
+		if q && !restored {
+			l.pools[pool].quorumUp, restored = !n.up, true
+		}
+		return q
+	})
 }
 
 // told gives the start's notifications (release), then those waiting
@@ -498,13 +520,13 @@ func (l *LVS) Run(ctx context.Context) error {
 			l.verdict = true
 			changed := l.states[u.pool][u.rs].Alive != u.st.Alive
 			vs, rs, alive := l.pools[u.pool].VS, l.pools[u.pool].VS.RealServers[u.rs], u.st.Alive
-			if changed {
-				l.tell(u.pool, u.rs, noteState, alive, func() {
-					if s := script.RealServer(rs, alive); s != nil {
-						l.Notify(s)
-					}
-					l.fifoRS(vs, rs, alive)
-				})
+			if changed && l.tell(u.pool, u.rs, noteState, alive, func() {
+				if s := script.RealServer(rs, alive); s != nil {
+					l.Notify(s)
+				}
+				l.fifoRS(vs, rs, alive)
+			}) {
+				l.untell(u.pool)
 			}
 			l.states[u.pool][u.rs] = u.st
 			l.advance(u.pool)

@@ -579,6 +579,73 @@ func TestLVSTellsVerdictsAfterTheKernel(t *testing.T) {
 	}
 }
 
+// TestLVSRefusedVerdictKeepsQuorum: a real server down and back while
+// the kernel refused both moves no quorum, with a hysteresis too, where
+// the quorum is not a function of the weights alone: keepalived's quorum
+// steps only with real servers whose ipvs_cmd succeeded (ipwrapper.c
+// perform_svr_state, update_quorum_state), so at quorum 3 and hysteresis
+// 1 it stays up at 3, where stepping from the refused verdict's quorum
+// (lost at 1) would not regain it at 3 and would put the sorry server in
+// when the kernel mends.
+func TestLVSRefusedVerdictKeepsQuorum(t *testing.T) {
+	const conf = `
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    quorum 3
+    hysteresis 1
+    quorum_up /bin/qup
+    quorum_down /bin/qdown
+    sorry_server 10.0.0.9 80
+    real_server 10.0.0.1 80 {
+        weight 2
+        TCP_CHECK { }
+    }
+    real_server 10.0.0.2 80 {
+        TCP_CHECK { }
+    }
+    real_server 10.0.0.3 80 {
+        TCP_CHECK { }
+    }
+}
+`
+	synctest.Test(t, func(t *testing.T) {
+		k := newFakeKernel()
+		l := newLVS(t, parse(t, conf), k)
+		var told []string
+		l.Notify = func(s *config.Script) { told = append(told, s.Command) }
+		ctx, stop := settled(t, l)
+		defer stop()
+		told = nil
+		// 10.0.0.2 down, in the kernel: 3 of quorum 3, still up.
+		l.Report(ctx, 0, 1, RealState{Alive: false, Weight: 1})
+		synctest.Wait()
+		k.breaks(true)
+		// 10.0.0.1 down (1: below 3 - 1) and back (3: below 3 + 1),
+		// neither taken by the kernel.
+		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 2})
+		synctest.Wait()
+		l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 2})
+		synctest.Wait()
+		k.breaks(false)
+		time.Sleep(l.RetryMin) // the retry's full sync
+		synctest.Wait()
+		if len(told) > 0 {
+			t.Errorf("told %q, want nothing: the quorum never left, as keepalived's", told)
+		}
+		var dests []string
+		for _, ln := range k.lines() {
+			if strings.HasPrefix(ln, "-a ") {
+				dests = append(dests, ln)
+			}
+		}
+		if len(dests) != 2 || strings.Contains(strings.Join(dests, "\n"), "10.0.0.9") {
+			t.Errorf("the kernel's destinations %q, want 10.0.0.1 and 10.0.0.3", dests)
+		}
+	})
+}
+
 // TestLVSStopsAsLastTold: a real server whose down verdict the kernel
 // never took stops as it was last told, alive: with omega, its
 // notify_down and FIFO line run at stop, as keepalived's clear_service_rs
