@@ -631,11 +631,11 @@ func (l *LVS) syncState() bool {
 
 // stop does what keepalived's checker does at shutdown (check_daemon.c
 // checker_terminate_phase1, ipwrapper.c clear_services): unless
-// KeepOnStop (-I, which skips all of it), virtual servers with omega run
-// notify_down of each alive real server in the table (not with
-// lvs_flush_on_stop, which removes whole services), then quorum_down;
-// then directord's virtual servers go (or the whole table with
-// lvs_flush_on_stop ALL). The kernel's own connection timeouts come back
+// KeepOnStop (-I, which skips all of it), directord's virtual servers go
+// (or the whole table with lvs_flush_on_stop ALL); then virtual servers
+// with omega run notify_down of each alive real server that was in the
+// table (not with lvs_flush_on_stop, which removes whole services), then
+// quorum_down, as keepalived runs them after its ipvs_cmd. The kernel's own connection timeouts come back
 // in every case (keepalived's ipvs_stop). The sync daemons stop.
 func (l *LVS) stop() error {
 	l.release() // stopped before the first sync
@@ -666,8 +666,25 @@ func (l *LVS) stop() error {
 		l.log.Warn("stopping with verdicts the kernel never took: their notifications are not given", "notifications", len(l.pending))
 		l.pending = nil
 	}
-	alive := func(i, j int) bool { return i < len(states) && j < len(states[i]) && states[i][j].Alive }
 	g := l.cfg.Global
+	// keepalived's order (ipwrapper.c clear_service_rs,
+	// clear_service_vs): the kernel first, then what is told of it.
+	var errs []error
+	switch {
+	case l.KeepOnStop:
+		l.log.Info("leaving the virtual servers in the kernel (--dont-release-ipvs)")
+	case g.LVSFlushOnStop == config.FlushAll:
+		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
+		errs = append(errs, l.k.Flush())
+	default:
+		// As keepalived: the virtual servers directord made (or adopted)
+		// go, read from the kernel afresh; someone else's stay.
+		l.rec.Invalidate()
+		res, err := l.rec.Sync(ipvs.Table{})
+		l.log.Info("removing directord's virtual servers", "ops", len(res.Ops))
+		errs = append(errs, err)
+	}
+	alive := func(i, j int) bool { return i < len(states) && j < len(states[i]) && states[i][j].Alive }
 	if !l.KeepOnStop {
 		l.fifoOmegaStop(alive)
 		for i, p := range l.pools {
@@ -711,21 +728,6 @@ func (l *LVS) stop() error {
 			l.log.Warn("notify scripts still running at stop: not waiting for them")
 		}
 		cancel()
-	}
-	var errs []error
-	switch {
-	case l.KeepOnStop:
-		l.log.Info("leaving the virtual servers in the kernel (--dont-release-ipvs)")
-	case g.LVSFlushOnStop == config.FlushAll:
-		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
-		errs = append(errs, l.k.Flush())
-	default:
-		// As keepalived: the virtual servers directord made (or adopted)
-		// go, read from the kernel afresh; someone else's stay.
-		l.rec.Invalidate()
-		res, err := l.rec.Sync(ipvs.Table{})
-		l.log.Info("removing directord's virtual servers", "ops", len(res.Ops))
-		errs = append(errs, err)
 	}
 	errs = append(errs, l.tmo.restore(l.k))
 	if !l.KeepOnStop {

@@ -254,15 +254,19 @@ func TestLVSFlushOptions(t *testing.T) {
 func TestLVSQuorumScriptsAndOmega(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := parse(t, quorumConf("    omega\n    quorum_up \"/bin/up arg\"\n    quorum_down /bin/down\n"))
-		l := newLVS(t, cfg, newFakeKernel())
+		k := newFakeKernel()
+		l := newLVS(t, cfg, k)
 		var ran []string
-		l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
+		l.Notify = func(s *config.Script) { ran = append(ran, fmt.Sprintf("%s (%d services)", s.Command, len(k.Table()))) }
 		ctx, stop := running(t, l)
 		flap(ctx, l)
 		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"/bin/up arg", "/bin/down", "/bin/up arg", "/bin/down"}
+		// The omega quorum_down at stop comes once the service is gone,
+		// as keepalived runs it after its ipvs_cmd (ipwrapper.c
+		// clear_service_vs).
+		want := []string{"/bin/up arg (1 services)", "/bin/down (1 services)", "/bin/up arg (1 services)", "/bin/down (0 services)"}
 		if !reflect.DeepEqual(ran, want) {
 			t.Errorf("scripts %q, want %q (start, lost, won, omega at stop)", ran, want)
 		}
