@@ -280,26 +280,33 @@ func (l *LVS) advance(i int) {
 		return
 	}
 	up := p.QuorumUp()
+	l.tell(i, -1, noteState, up, l.quorumTold(i, l.states[i], up, init))
+}
+
+// quorumTold is what pool i's quorum transition to up tells, its real
+// servers in states: in keepalived's order (ipwrapper.c
+// update_quorum_state, do_vs_notifies), the log line, the script, the
+// FIFO line, the mail.
+func (l *LVS) quorumTold(i int, states []RealState, up, init bool) func() {
+	vs := l.pools[i].VS
 	var sum int64
-	if p.VS.SMTPAlert && l.Alerts != nil {
-		sum = int64(Weigh(p.VS, l.states[i], l.drained, up).Sum)
+	if vs.SMTPAlert && l.Alerts != nil {
+		sum = int64(Weigh(vs, states, l.drained, up).Sum)
 	}
-	// keepalived's order (ipwrapper.c update_quorum_state,
-	// do_vs_notifies): the log line, the script, the FIFO line, the mail.
-	l.tell(i, -1, noteState, up, func() {
+	return func() {
 		lvl := slog.LevelInfo
 		if !up {
 			lvl = slog.LevelWarn
 		}
-		l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", p.VS.Pos.String(), "quorum_up", up)
-		if s := script.Quorum(p.VS, up); s != nil {
+		l.log.Log(context.Background(), lvl, "virtual server quorum", "virtual_server", vs.Pos.String(), "quorum_up", up)
+		if s := script.Quorum(vs, up); s != nil {
 			l.Notify(s)
 		}
-		l.fifoVS(p.VS, up)
-		if p.VS.SMTPAlert && l.Alerts != nil {
-			l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), p.VS, up, init, sum))
+		l.fifoVS(vs, up)
+		if vs.SMTPAlert && l.Alerts != nil {
+			l.Alerts.Send(alert.Quorum(l.Alerts.RouterID(), vs, up, init, sum))
 		}
-	})
+	}
 }
 
 // say gives a notification now, or after the start's first sync while
@@ -377,25 +384,51 @@ func (l *LVS) tell(pool, rs int, kind noteKind, up bool, f func()) (cancelled bo
 	return false
 }
 
-// untell puts pool's quorum back as it was last told, when a real
-// server's transition the kernel never held was cancelled (tell): the
-// quorum's transitions still waiting go, and the next advance steps from
-// there. keepalived's quorum moves only with real servers whose ipvs_cmd
-// succeeded (ipwrapper.c perform_svr_state, update_quorum_state), so a
-// real server down and back while the kernel refused moved nothing; with
-// a hysteresis the quorum is not a function of the weights alone, and
-// stepping on from the state the refused verdict left would lose a
-// quorum keepalived keeps (down at a sum of 1, not back at 3 of quorum 3
-// and hysteresis 1, where keepalived, still up, stays up at 3).
-func (l *LVS) untell(pool int) {
-	restored := false
-	l.pending = slices.DeleteFunc(l.pending, func(n note) bool {
-		q := n.pool == pool && n.rs < 0 && n.kind == noteState
-		if q && !restored {
-			l.pools[pool].quorumUp, restored = !n.up, true
+// untell replays pool's quorum after tell cancelled a transition of its
+// real server rs that the kernel never held, st being what the verdict
+// leaves it in (its state as last told). keepalived's quorum steps only
+// with real servers whose ipvs_cmd succeeded (ipwrapper.c
+// perform_svr_state, update_quorum_state), one at a time: so from the
+// quorum as last told, each real server's transition still waiting, in
+// its order, steps it, and a quorum transition waits right after the one
+// that made it; those waiting before go. With a hysteresis the quorum is
+// not a function of the weights alone, and stepping on from where the
+// cancelled transition left it would differ: at quorum 3 and hysteresis
+// 1, a server of weight 2 down (3 to 1: lost) and back (3: not won back
+// below 4) would lose a quorum that keepalived, which saw neither, keeps.
+func (l *LVS) untell(pool, rs int, st RealState) {
+	p := l.pools[pool]
+	states := slices.Clone(l.states[pool])
+	states[rs] = st
+	up, seen := p.quorumUp, false
+	for _, n := range l.pending {
+		switch {
+		case n.pool != pool || n.kind != noteState:
+		case n.rs < 0 && !seen:
+			up, seen = !n.up, true
+		case n.rs >= 0 && n.rs < len(states):
+			states[n.rs].Alive = !n.up
 		}
-		return q
-	})
+	}
+	pending := make([]note, 0, len(l.pending))
+	for _, n := range l.pending {
+		if n.pool != pool || n.kind != noteState {
+			pending = append(pending, n)
+			continue
+		}
+		if n.rs < 0 || n.rs >= len(states) {
+			continue
+		}
+		pending = append(pending, n)
+		states[n.rs].Alive = n.up
+		var moved bool
+		up, moved = quorumStep(p.VS, up, false, false, Weigh(p.VS, states, l.drained, up).Sum)
+		if moved {
+			pending = append(pending, note{pool, -1, noteState, up, l.quorumTold(pool, states, up, false)})
+		}
+	}
+	l.pending = pending
+	p.quorumUp = up
 }
 
 // told gives the start's notifications (release), then those waiting
@@ -526,7 +559,7 @@ func (l *LVS) Run(ctx context.Context) error {
 				}
 				l.fifoRS(vs, rs, alive)
 			}) {
-				l.untell(u.pool)
+				l.untell(u.pool, u.rs, u.st)
 			}
 			l.states[u.pool][u.rs] = u.st
 			l.advance(u.pool)

@@ -650,6 +650,82 @@ virtual_server 192.0.2.1 80 {
 	})
 }
 
+// TestLVSRefusedFlapReplays: a real server's flap the kernel never held
+// changes nothing of what the others' waiting verdicts do to the quorum:
+// keepalived, which saw no flap, steps its quorum with each of them in
+// turn once the kernel takes them, so with a hysteresis the quorum lost
+// by one is not won back by the next below quorum + hysteresis, flap or
+// not. Quorum 3, hysteresis 1; 10.0.0.1 of weight 2, the others 1,
+// 10.0.0.3 and 10.0.0.4 down in the kernel (3: up); then, refused,
+// 10.0.0.1 down (1: lost) and 10.0.0.3 up (2: still lost), with or
+// without 10.0.0.2 down before and back after.
+func TestLVSRefusedFlapReplays(t *testing.T) {
+	const conf = `
+virtual_server 192.0.2.1 80 {
+    lb_algo rr
+    lb_kind DR
+    protocol TCP
+    quorum 3
+    hysteresis 1
+    quorum_up /bin/qup
+    quorum_down /bin/qdown
+    sorry_server 10.0.0.9 80
+    real_server 10.0.0.1 80 {
+        weight 2
+        notify_down /bin/down1
+        TCP_CHECK { }
+    }
+    real_server 10.0.0.2 80 {
+        TCP_CHECK { }
+    }
+    real_server 10.0.0.3 80 {
+        notify_up /bin/up3
+        TCP_CHECK { }
+    }
+    real_server 10.0.0.4 80 {
+        TCP_CHECK { }
+    }
+}
+`
+	for _, flap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flap %v", flap), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := newFakeKernel()
+				l := newLVS(t, parse(t, conf), k)
+				var told []string
+				l.Notify = func(s *config.Script) { told = append(told, s.Command) }
+				ctx, stop := settled(t, l)
+				defer stop()
+				report := func(rs int, alive bool, weight int32) {
+					l.Report(ctx, 0, rs, RealState{Alive: alive, Weight: weight})
+					synctest.Wait()
+				}
+				report(2, false, 1)
+				report(3, false, 1)
+				told = nil
+				k.breaks(true)
+				if flap {
+					report(1, false, 1)
+				}
+				report(0, false, 2)
+				report(2, true, 1)
+				if flap {
+					report(1, true, 1)
+				}
+				k.breaks(false)
+				time.Sleep(l.RetryMin) // the retry's full sync
+				synctest.Wait()
+				if want := []string{"/bin/down1", "/bin/qdown", "/bin/up3"}; !reflect.DeepEqual(told, want) {
+					t.Errorf("told %q, want %q", told, want)
+				}
+				if got, want := k.lines(), []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.9:80 route 1"}; !reflect.DeepEqual(got, want) {
+					t.Errorf("the kernel %q, want %q: the sorry server alone", got, want)
+				}
+			})
+		})
+	}
+}
+
 // TestLVSStopsAsLastTold: a real server whose down verdict the kernel
 // never took stops as it was last told, alive: with omega, its
 // notify_down and FIFO line run at stop, as keepalived's clear_service_rs
