@@ -20,20 +20,3 @@ func (l *LVS) fifoRS(vs *config.VirtualServer, rs *config.RealServer, up bool) {
 		l.FIFO(notifyfifo.RSLine(vs, rs, up))
 	}
 }
-
-// fifoOmegaStop writes, at stop, what keepalived's checker writes for a
-// virtual server with omega: each live real server DOWN (alive: as last
-// told, see stop), then the virtual server DOWN.
-func (l *LVS) fifoOmegaStop(alive func(pool, rs int) bool) {
-	for i, p := range l.pools {
-		if !p.VS.Omega {
-			continue
-		}
-		for j, rs := range p.VS.RealServers {
-			if alive(i, j) {
-				l.fifoRS(p.VS, rs, false)
-			}
-		}
-		l.fifoVS(p.VS, false)
-	}
-}

@@ -641,6 +641,42 @@ func (l *LVS) Run(ctx context.Context) error {
 	}
 }
 
+// omegaStop gives, at stop, what keepalived's checker tells for each
+// virtual server with omega (stop has the order): with reals, each real
+// server that was in the table and alive (as last told: states,
+// quorumUp) down, its notify_down, FIFO line and mail
+// (clear_service_rs, do_rs_notifies); then the virtual server's
+// quorum_down, FIFO line and mail (update_vs_notifies, do_vs_notifies).
+func (l *LVS) omegaStop(states [][]RealState, quorumUp []bool, reals bool) {
+	for i, p := range l.pools {
+		if !p.VS.Omega || i >= len(states) {
+			continue
+		}
+		if reals {
+			w := Weigh(p.VS, states[i], l.drained, quorumUp[i])
+			for j, rs := range p.VS.RealServers {
+				if j >= len(states[i]) || !states[i][j].Alive || !w.Reals[j].In {
+					continue
+				}
+				if s := rs.NotifyDown(); s != nil {
+					l.Notify(s)
+				}
+				l.fifoRS(p.VS, rs, false)
+				if rs.SMTPAlert && l.Alerts != nil {
+					l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, rs))
+				}
+			}
+		}
+		if p.VS.QuorumDown != nil {
+			l.Notify(p.VS.QuorumDown)
+		}
+		l.fifoVS(p.VS, false)
+		if p.VS.SMTPAlert && l.Alerts != nil {
+			l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, nil))
+		}
+	}
+}
+
 // syncState applies the sync daemons for the latest state of their
 // instance (Backup until it is known).
 func (l *LVS) syncState() bool {
@@ -700,16 +736,18 @@ func (l *LVS) stop() error {
 		l.pending = nil
 	}
 	g := l.cfg.Global
-	// keepalived's order (ipwrapper.c clear_service_rs,
-	// clear_service_vs): the kernel first, then what is told of it.
+	// keepalived's order (ipwrapper.c clear_services, clear_service_vs,
+	// clear_service_rs), for each virtual server: without a flush, its
+	// real servers (and sorry server) leave the kernel, then with omega
+	// each that was in the table and alive is told down (its script,
+	// FIFO line, mail), then its quorum (update_vs_notifies), then the
+	// service goes; with lvs_flush_on_stop VS its quorum is told, then
+	// the service goes; with lvs_flush_on_stop ALL the table is flushed,
+	// then each quorum is told. directord does each step for all of
+	// them at once: what each virtual server's notifications find in the
+	// kernel is what keepalived's find.
 	var errs []error
-	switch {
-	case l.KeepOnStop:
-		l.log.Info("leaving the virtual servers in the kernel (--dont-release-ipvs)")
-	case g.LVSFlushOnStop == config.FlushAll:
-		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
-		errs = append(errs, l.k.Flush())
-	default:
+	remove := func() {
 		// As keepalived: the virtual servers directord made (or adopted)
 		// go, read from the kernel afresh; someone else's stay.
 		l.rec.Invalidate()
@@ -717,42 +755,23 @@ func (l *LVS) stop() error {
 		l.log.Info("removing directord's virtual servers", "ops", len(res.Ops))
 		errs = append(errs, err)
 	}
-	alive := func(i, j int) bool { return i < len(states) && j < len(states[i]) && states[i][j].Alive }
-	if !l.KeepOnStop {
-		l.fifoOmegaStop(alive)
-		for i, p := range l.pools {
-			if p.VS.Omega && l.Alerts != nil {
-				// keepalived's clear_service_vs with omega: each live real
-				// server, then the virtual server, "=> Shutting down <=".
-				for j, rs := range p.VS.RealServers {
-					if rs.SMTPAlert && alive(i, j) {
-						l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, rs))
-					}
-				}
-				if p.VS.SMTPAlert {
-					l.Alerts.Send(alert.Shutdown(l.Alerts.RouterID(), p.VS, nil))
-				}
-			}
-		}
-		for i, p := range l.pools {
-			if !p.VS.Omega {
-				continue
-			}
-			if g.LVSFlushOnStop == config.FlushNone && i < len(states) {
-				w := Weigh(p.VS, states[i], l.drained, quorumUp[i])
-				for j, rs := range p.VS.RealServers {
-					if j >= len(states[i]) || rs.NotifyDown() == nil {
-						continue
-					}
-					if w.Reals[j].In && alive(i, j) {
-						l.Notify(rs.NotifyDown())
-					}
-				}
-			}
-			if p.VS.QuorumDown != nil {
-				l.Notify(p.VS.QuorumDown)
-			}
-		}
+	switch {
+	case l.KeepOnStop:
+		l.log.Info("leaving the virtual servers in the kernel (--dont-release-ipvs)")
+	case g.LVSFlushOnStop == config.FlushAll:
+		l.log.Info("lvs_flush_on_stop: flushing the kernel's IPVS table")
+		errs = append(errs, l.k.Flush())
+		l.omegaStop(states, quorumUp, false)
+	case g.LVSFlushOnStop == config.FlushVS:
+		l.omegaStop(states, quorumUp, false)
+		remove()
+	default:
+		l.rec.Invalidate()
+		res, err := l.rec.EmptyServices()
+		l.log.Info("removing directord's real servers", "ops", len(res.Ops))
+		errs = append(errs, err)
+		l.omegaStop(states, quorumUp, true)
+		remove()
 	}
 	l.Close() // no more scripts; those queued run
 	if l.ownQueue {

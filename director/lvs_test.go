@@ -78,6 +78,20 @@ func (k *fakeKernel) breaks(broken bool) {
 
 func (k *fakeKernel) lines() []string { return lines(k.Table()) }
 
+// holds says how many services and destinations k holds.
+func (k *fakeKernel) holds() string {
+	var s, d int
+	for _, ln := range k.lines() {
+		switch {
+		case strings.HasPrefix(ln, "-A "):
+			s++
+		case strings.HasPrefix(ln, "-a "):
+			d++
+		}
+	}
+	return fmt.Sprintf("(%d services, %d destinations)", s, d)
+}
+
 const lvsConf = `
 global_defs {
     lvs_sync_daemon eth1 VI_1
@@ -257,16 +271,17 @@ func TestLVSQuorumScriptsAndOmega(t *testing.T) {
 		k := newFakeKernel()
 		l := newLVS(t, cfg, k)
 		var ran []string
-		l.Notify = func(s *config.Script) { ran = append(ran, fmt.Sprintf("%s (%d services)", s.Command, len(k.Table()))) }
+		l.Notify = func(s *config.Script) { ran = append(ran, s.Command+" "+k.holds()) }
 		ctx, stop := running(t, l)
 		flap(ctx, l)
 		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
-		// The omega quorum_down at stop comes once the service is gone,
-		// as keepalived runs it after its ipvs_cmd (ipwrapper.c
-		// clear_service_vs).
-		want := []string{"/bin/up arg (1 services)", "/bin/down (1 services)", "/bin/up arg (1 services)", "/bin/down (0 services)"}
+		// The omega quorum_down at stop comes once the real servers have
+		// left the kernel and before the service goes, as keepalived's
+		// (ipwrapper.c clear_service_vs, TestLVSStopAsKeepalived).
+		want := []string{"/bin/up arg (1 services, 2 destinations)", "/bin/down (1 services, 1 destinations)",
+			"/bin/up arg (1 services, 2 destinations)", "/bin/down (1 services, 0 destinations)"}
 		if !reflect.DeepEqual(ran, want) {
 			t.Errorf("scripts %q, want %q (start, lost, won, omega at stop)", ran, want)
 		}

@@ -3,6 +3,7 @@ package director
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,22 +37,26 @@ virtual_server 192.0.2.1 80 {
 `
 
 // TestLVSStopAsKeepalived: keepalived's clear_services at shutdown runs,
-// with omega, notify_down of each alive real server in the table, then
-// quorum_down; lvs_flush_on_stop removes whole services, so only
-// quorum_down; without omega no script; with -I (DONT_RELEASE_IPVS)
-// nothing at all. Real server 2 is down and 3 kept at weight 0
-// (inhibit_on_failure): neither is alive, neither is told.
+// with omega, notify_down of each alive real server in the table once
+// the real servers have left the kernel, then quorum_down, then deletes
+// the service; lvs_flush_on_stop VS tells the quorum and then deletes
+// whole services, so only quorum_down, with the service still whole;
+// lvs_flush_on_stop flushes the table first; without omega no script;
+// with -I (DONT_RELEASE_IPVS) nothing at all. Real server 2 is down and
+// 3 kept at weight 0 (inhibit_on_failure): neither is alive, neither is
+// told. Each script is shown with what the kernel holds when it runs;
+// the FIFO's lines follow the scripts (do_rs_notifies, do_vs_notifies).
 func TestLVSStopAsKeepalived(t *testing.T) {
 	for _, tt := range []struct {
 		name, vsLine, global string
 		keep                 bool
-		want                 []string
+		want, fifo           []string // the scripts, the FIFO's lines
 	}{
-		{"omega", "omega", "", false, []string{"/bin/down1", "/bin/qdown"}},
-		{"omega with lvs_flush_on_stop", "omega", "lvs_flush_on_stop", false, []string{"/bin/qdown"}},
-		{"omega with lvs_flush_on_stop VS", "omega", "lvs_flush_on_stop VS", false, []string{"/bin/qdown"}},
-		{"omega with -I", "omega", "", true, nil},
-		{"without omega", "", "", false, nil},
+		{"omega", "omega", "", false, []string{"/bin/down1 (1 services, 0 destinations)", "/bin/qdown (1 services, 0 destinations)"}, []string{"RS [10.0.0.1]:tcp:80 [192.0.2.1]:tcp:80 DOWN", "VS [192.0.2.1]:tcp:80 DOWN"}},
+		{"omega with lvs_flush_on_stop", "omega", "lvs_flush_on_stop", false, []string{"/bin/qdown (0 services, 0 destinations)"}, []string{"VS [192.0.2.1]:tcp:80 DOWN"}},
+		{"omega with lvs_flush_on_stop VS", "omega", "lvs_flush_on_stop VS", false, []string{"/bin/qdown (1 services, 2 destinations)"}, []string{"VS [192.0.2.1]:tcp:80 DOWN"}},
+		{"omega with -I", "omega", "", true, nil, nil},
+		{"without omega", "", "", false, nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -60,17 +65,22 @@ func TestLVSStopAsKeepalived(t *testing.T) {
 				l := newLVS(t, cfg, k)
 				l.KeepOnStop = tt.keep
 				var ran []string
-				l.Notify = func(s *config.Script) { ran = append(ran, s.Command) }
+				l.Notify = func(s *config.Script) { ran = append(ran, s.Command+" "+k.holds()) }
 				ctx, stop := running(t, l)
 				l.Report(ctx, 0, 1, RealState{Alive: false, Weight: 1})
 				l.Report(ctx, 0, 2, RealState{Alive: false, Weight: 1})
 				synctest.Wait()
+				var fifo []string
+				l.FIFO = func(line string) { fifo = append(fifo, strings.TrimSpace(line)) }
 				ran = nil // the verdicts' own notify_down
 				if err := stop(); err != nil {
 					t.Fatal(err)
 				}
 				if !reflect.DeepEqual(ran, tt.want) {
 					t.Errorf("scripts at stop %q, want %q", ran, tt.want)
+				}
+				if !reflect.DeepEqual(fifo, tt.fifo) {
+					t.Errorf("FIFO lines at stop %q, want %q", fifo, tt.fifo)
 				}
 			})
 		})

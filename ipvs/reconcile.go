@@ -80,6 +80,21 @@ func (r *Reconciler) SyncServices(want Table, keys []ServiceKey) (Result, error)
 	})
 }
 
+// EmptyServices takes every destination out of the services it owns and
+// leaves the services: what keepalived's stop does to a virtual server
+// before its notifications, which come before the service goes
+// (ipwrapper.c clear_service_vs). A service it owns that the kernel does
+// not hold is not made.
+func (r *Reconciler) EmptyServices() (Result, error) {
+	return r.sync(func() []Op {
+		want := make(Table, len(r.have))
+		for _, vs := range r.have {
+			want.Add(vs.Service)
+		}
+		return Diff(want, r.have, r.Owned)
+	})
+}
+
 func (r *Reconciler) sync(diff func() []Op) (Result, error) {
 	var res Result
 	if !r.fresh {

@@ -225,6 +225,36 @@ func TestSyncLeavesOthersServicesAlone(t *testing.T) {
 	}
 }
 
+// TestEmptyServices: the destinations of our services go, the services
+// and someone else's stay, and a service of ours the kernel lost is not
+// made again.
+func TestEmptyServices(t *testing.T) {
+	foreign := svc("198.51.100.1:25", "rr")
+	k := kernel(t, table(foreign, dest("10.9.9.9:25", 1)))
+	r := ipvs.NewReconciler(k)
+	if _, err := r.Sync(table(svc("192.0.2.1:80", "rr"), dest("10.0.0.1:80", 1), dest("10.0.0.2:80", 0),
+		svc("192.0.2.1:443", "rr"), dest("10.0.0.1:443", 1))); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, k, ipvs.Op{Kind: ipvs.DelService, Service: svc("192.0.2.1:443", "rr")})
+	r.Invalidate()
+	res, err := r.EmptyServices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"delete destination 10.0.0.1:80 of TCP 192.0.2.1:80",
+		"delete destination 10.0.0.2:80 of TCP 192.0.2.1:80",
+	}
+	if got := kinds(res.Ops); !reflect.DeepEqual(got, want) {
+		t.Errorf("ops:\n got %q\nwant %q", got, want)
+	}
+	kt := k.Table()
+	if len(kt) != 2 || kt[foreign.ServiceKey].Len() != 1 || kt[svc("192.0.2.1:80", "rr").ServiceKey].Len() != 0 {
+		t.Errorf("kernel table %v: want ours empty and the foreign one as it was", kt.Keys())
+	}
+}
+
 func TestSyncRepairsOutOfBandChangesAfterInvalidate(t *testing.T) {
 	k := kernel(t, ipvs.Table{})
 	r := ipvs.NewReconciler(k)
