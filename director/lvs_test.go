@@ -598,83 +598,16 @@ func TestLVSTellsVerdictsAfterTheKernel(t *testing.T) {
 	}
 }
 
-// TestLVSRefusedVerdictKeepsQuorum: a real server down and back while
-// the kernel refused both moves no quorum, with a hysteresis too, where
-// the quorum is not a function of the weights alone: keepalived's quorum
-// steps only with real servers whose ipvs_cmd succeeded (ipwrapper.c
-// perform_svr_state, update_quorum_state), so at quorum 3 and hysteresis
-// 1 it stays up at 3, where stepping from the refused verdict's quorum
-// (lost at 1) would not regain it at 3 and would put the sorry server in
-// when the kernel mends.
-func TestLVSRefusedVerdictKeepsQuorum(t *testing.T) {
-	const conf = `
-virtual_server 192.0.2.1 80 {
-    lb_algo rr
-    lb_kind DR
-    protocol TCP
-    quorum 3
-    hysteresis 1
-    quorum_up /bin/qup
-    quorum_down /bin/qdown
-    sorry_server 10.0.0.9 80
-    real_server 10.0.0.1 80 {
-        weight 2
-        TCP_CHECK { }
-    }
-    real_server 10.0.0.2 80 {
-        TCP_CHECK { }
-    }
-    real_server 10.0.0.3 80 {
-        TCP_CHECK { }
-    }
-}
-`
-	synctest.Test(t, func(t *testing.T) {
-		k := newFakeKernel()
-		l := newLVS(t, parse(t, conf), k)
-		var told []string
-		l.Notify = func(s *config.Script) { told = append(told, s.Command) }
-		ctx, stop := settled(t, l)
-		defer stop()
-		told = nil
-		// 10.0.0.2 down, in the kernel: 3 of quorum 3, still up.
-		l.Report(ctx, 0, 1, RealState{Alive: false, Weight: 1})
-		synctest.Wait()
-		k.breaks(true)
-		// 10.0.0.1 down (1: below 3 - 1) and back (3: below 3 + 1),
-		// neither taken by the kernel.
-		l.Report(ctx, 0, 0, RealState{Alive: false, Weight: 2})
-		synctest.Wait()
-		l.Report(ctx, 0, 0, RealState{Alive: true, Weight: 2})
-		synctest.Wait()
-		k.breaks(false)
-		time.Sleep(l.RetryMin) // the retry's full sync
-		synctest.Wait()
-		if len(told) > 0 {
-			t.Errorf("told %q, want nothing: the quorum never left, as keepalived's", told)
-		}
-		var dests []string
-		for _, ln := range k.lines() {
-			if strings.HasPrefix(ln, "-a ") {
-				dests = append(dests, ln)
-			}
-		}
-		if len(dests) != 2 || strings.Contains(strings.Join(dests, "\n"), "10.0.0.9") {
-			t.Errorf("the kernel's destinations %q, want 10.0.0.1 and 10.0.0.3", dests)
-		}
-	})
-}
-
-// TestLVSRefusedFlapReplays: a real server's flap the kernel never held
-// changes nothing of what the others' waiting verdicts do to the quorum:
-// keepalived, which saw no flap, steps its quorum with each of them in
-// turn once the kernel takes them, so with a hysteresis the quorum lost
-// by one is not won back by the next below quorum + hysteresis, flap or
-// not. Quorum 3, hysteresis 1; 10.0.0.1 of weight 2, the others 1,
-// 10.0.0.3 and 10.0.0.4 down in the kernel (3: up); then, refused,
-// 10.0.0.1 down (1: lost) and 10.0.0.3 up (2: still lost), with or
-// without 10.0.0.2 down before and back after.
-func TestLVSRefusedFlapReplays(t *testing.T) {
+// TestLVSRefusedVerdicts: while the kernel refuses, a real server's
+// flap the kernel never held moves no quorum, and changes nothing of what
+// the others' waiting verdicts do to it. keepalived's quorum steps only
+// with real servers whose ipvs_cmd succeeded (ipwrapper.c
+// perform_svr_state, update_quorum_state), one at a time once the kernel
+// takes them; with a hysteresis the quorum is not a function of the
+// weights alone, so stepping on from where a flap left it would differ.
+// Quorum 3, hysteresis 1; 10.0.0.1 of weight 2, the others 1, 10.0.0.3
+// and 10.0.0.4 down in the kernel (3: up).
+func TestLVSRefusedVerdicts(t *testing.T) {
 	const conf = `
 virtual_server 192.0.2.1 80 {
     lb_algo rr
@@ -702,8 +635,30 @@ virtual_server 192.0.2.1 80 {
     }
 }
 `
-	for _, flap := range []bool{false, true} {
-		t.Run(fmt.Sprintf("flap %v", flap), func(t *testing.T) {
+	type verdict struct {
+		rs     int
+		alive  bool
+		weight int32
+	}
+	sorryAlone := []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.9:80 route 1"}
+	for _, c := range []struct {
+		name     string
+		refused  []verdict
+		told     []string
+		inKernel []string
+	}{
+		// 10.0.0.1 down (1: lost) and back (3: not won back below 4);
+		// keepalived, which saw neither, is still up at 3.
+		{"a flap alone", []verdict{{0, false, 2}, {0, true, 2}}, nil,
+			[]string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.1:80 route 2", "-a TCP 192.0.2.1:80 10.0.0.2:80 route 1"}},
+		// 10.0.0.1 down (1: lost), 10.0.0.3 up (2: still lost).
+		{"two verdicts", []verdict{{0, false, 2}, {2, true, 1}},
+			[]string{"/bin/down1", "/bin/qdown", "/bin/up3"}, sorryAlone},
+		// The same, 10.0.0.2 down before them and back after.
+		{"two verdicts around a flap", []verdict{{1, false, 1}, {0, false, 2}, {2, true, 1}, {1, true, 1}},
+			[]string{"/bin/down1", "/bin/qdown", "/bin/up3"}, sorryAlone},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				k := newFakeKernel()
 				l := newLVS(t, parse(t, conf), k)
@@ -711,30 +666,25 @@ virtual_server 192.0.2.1 80 {
 				l.Notify = func(s *config.Script) { told = append(told, s.Command) }
 				ctx, stop := settled(t, l)
 				defer stop()
-				report := func(rs int, alive bool, weight int32) {
-					l.Report(ctx, 0, rs, RealState{Alive: alive, Weight: weight})
+				report := func(v verdict) {
+					l.Report(ctx, 0, v.rs, RealState{Alive: v.alive, Weight: v.weight})
 					synctest.Wait()
 				}
-				report(2, false, 1)
-				report(3, false, 1)
+				report(verdict{2, false, 1})
+				report(verdict{3, false, 1})
 				told = nil
 				k.breaks(true)
-				if flap {
-					report(1, false, 1)
-				}
-				report(0, false, 2)
-				report(2, true, 1)
-				if flap {
-					report(1, true, 1)
+				for _, v := range c.refused {
+					report(v)
 				}
 				k.breaks(false)
 				time.Sleep(l.RetryMin) // the retry's full sync
 				synctest.Wait()
-				if want := []string{"/bin/down1", "/bin/qdown", "/bin/up3"}; !reflect.DeepEqual(told, want) {
-					t.Errorf("told %q, want %q", told, want)
+				if !reflect.DeepEqual(told, c.told) {
+					t.Errorf("told %q, want %q", told, c.told)
 				}
-				if got, want := k.lines(), []string{"-A TCP 192.0.2.1:80 rr", "-a TCP 192.0.2.1:80 10.0.0.9:80 route 1"}; !reflect.DeepEqual(got, want) {
-					t.Errorf("the kernel %q, want %q: the sorry server alone", got, want)
+				if got := k.lines(); !reflect.DeepEqual(got, c.inKernel) {
+					t.Errorf("the kernel %q, want %q", got, c.inKernel)
 				}
 			})
 		})
