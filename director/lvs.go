@@ -700,12 +700,10 @@ func (l *LVS) syncState() bool {
 
 // stop does what keepalived's checker does at shutdown (check_daemon.c
 // checker_terminate_phase1, ipwrapper.c clear_services): unless
-// KeepOnStop (-I, which skips all of it), directord's virtual servers go
-// (or the whole table with lvs_flush_on_stop ALL); then virtual servers
-// with omega run notify_down of each alive real server that was in the
-// table (not with lvs_flush_on_stop, which removes whole services), then
-// quorum_down, as keepalived runs them after its ipvs_cmd. The kernel's own connection timeouts come back
-// in every case (keepalived's ipvs_stop). The sync daemons stop.
+// KeepOnStop (-I, which skips all of it), directord's virtual servers
+// leave the kernel and those with omega tell it, in keepalived's order
+// (below). The kernel's own connection timeouts come back in every case
+// (keepalived's ipvs_stop). The sync daemons stop.
 func (l *LVS) stop() error {
 	l.release() // stopped before the first sync
 	// A verdict the kernel never took is not told, and its real server
@@ -747,10 +745,11 @@ func (l *LVS) stop() error {
 	// them at once: what each virtual server's notifications find in the
 	// kernel is what keepalived's find.
 	var errs []error
+	// As keepalived: the virtual servers directord made (or adopted) go,
+	// read from the kernel afresh, once (a sync that fails reads it
+	// again); someone else's stay.
+	l.rec.Invalidate()
 	remove := func() {
-		// As keepalived: the virtual servers directord made (or adopted)
-		// go, read from the kernel afresh; someone else's stay.
-		l.rec.Invalidate()
 		res, err := l.rec.Sync(ipvs.Table{})
 		l.log.Info("removing directord's virtual servers", "ops", len(res.Ops))
 		errs = append(errs, err)
@@ -766,7 +765,6 @@ func (l *LVS) stop() error {
 		l.omegaStop(states, quorumUp, false)
 		remove()
 	default:
-		l.rec.Invalidate()
 		res, err := l.rec.EmptyServices()
 		l.log.Info("removing directord's real servers", "ops", len(res.Ops))
 		errs = append(errs, err)

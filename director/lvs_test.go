@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -23,9 +24,17 @@ import (
 
 // fakeKernel is IPVS in memory (internal/ipvstest), with a log of the
 // sync daemon calls.
-type fakeKernel struct{ *fakeSync }
+type fakeKernel struct {
+	*fakeSync
+	reads atomic.Int32 // the reads of its table (Services)
+}
 
-func newFakeKernel() *fakeKernel { return &fakeKernel{newFakeSync()} }
+func newFakeKernel() *fakeKernel { return &fakeKernel{fakeSync: newFakeSync()} }
+
+func (k *fakeKernel) Services() ([]ipvs.Service, error) {
+	k.reads.Add(1)
+	return k.fakeSync.Services()
+}
 
 // newLVS is NewLVS on cfg and k, without a logger, for a test that
 // fails if it refuses.

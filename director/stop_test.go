@@ -50,13 +50,14 @@ func TestLVSStopAsKeepalived(t *testing.T) {
 	for _, tt := range []struct {
 		name, vsLine, global string
 		keep                 bool
+		reads                int32    // of the kernel's table, once at most
 		want, fifo           []string // the scripts, the FIFO's lines
 	}{
-		{"omega", "omega", "", false, []string{"/bin/down1 (1 services, 0 destinations)", "/bin/qdown (1 services, 0 destinations)"}, []string{"RS [10.0.0.1]:tcp:80 [192.0.2.1]:tcp:80 DOWN", "VS [192.0.2.1]:tcp:80 DOWN"}},
-		{"omega with lvs_flush_on_stop", "omega", "lvs_flush_on_stop", false, []string{"/bin/qdown (0 services, 0 destinations)"}, []string{"VS [192.0.2.1]:tcp:80 DOWN"}},
-		{"omega with lvs_flush_on_stop VS", "omega", "lvs_flush_on_stop VS", false, []string{"/bin/qdown (1 services, 2 destinations)"}, []string{"VS [192.0.2.1]:tcp:80 DOWN"}},
-		{"omega with -I", "omega", "", true, nil, nil},
-		{"without omega", "", "", false, nil, nil},
+		{"omega", "omega", "", false, 1, []string{"/bin/down1 (1 services, 0 destinations)", "/bin/qdown (1 services, 0 destinations)"}, []string{"RS [10.0.0.1]:tcp:80 [192.0.2.1]:tcp:80 DOWN", "VS [192.0.2.1]:tcp:80 DOWN"}},
+		{"omega with lvs_flush_on_stop", "omega", "lvs_flush_on_stop", false, 0, []string{"/bin/qdown (0 services, 0 destinations)"}, []string{"VS [192.0.2.1]:tcp:80 DOWN"}},
+		{"omega with lvs_flush_on_stop VS", "omega", "lvs_flush_on_stop VS", false, 1, []string{"/bin/qdown (1 services, 2 destinations)"}, []string{"VS [192.0.2.1]:tcp:80 DOWN"}},
+		{"omega with -I", "omega", "", true, 0, nil, nil},
+		{"without omega", "", "", false, 1, nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -73,8 +74,12 @@ func TestLVSStopAsKeepalived(t *testing.T) {
 				var fifo []string
 				l.FIFO = func(line string) { fifo = append(fifo, strings.TrimSpace(line)) }
 				ran = nil // the verdicts' own notify_down
+				reads := k.reads.Load()
 				if err := stop(); err != nil {
 					t.Fatal(err)
+				}
+				if n := k.reads.Load() - reads; n != tt.reads {
+					t.Errorf("the stop read the kernel's table %d times, want %d", n, tt.reads)
 				}
 				if !reflect.DeepEqual(ran, tt.want) {
 					t.Errorf("scripts at stop %q, want %q", ran, tt.want)
