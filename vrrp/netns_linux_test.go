@@ -469,6 +469,13 @@ vrrp_instance VI_2 {
 	}
 	os.WriteFile(flag, nil, 0o644)
 	nstest.WaitFor(t, 5*time.Second, "a takes both back", func() bool { return both(a, "dda") && !b.HasAddr(t, "ddb", "192.0.2.100") })
+	// The group is told MASTER once its last member's addresses are in:
+	// a stop before that would be a stop during the transition, not the
+	// end of the cycle this test reads.
+	nstest.WaitFor(t, 5*time.Second, "the group told MASTER again", func() bool {
+		got, _ := os.ReadFile(notes)
+		return strings.Count(string(got), "GROUP G MASTER 0") == 2
+	})
 	na.stop()
 	wantFile(t, notes, "group notify",
 		"GROUP G BACKUP 0\nGROUP G MASTER 0\nGROUP G FAULT 0\nGROUP G BACKUP 0\nGROUP G MASTER 0\nGROUP G STOP 0\n")
